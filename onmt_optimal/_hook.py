@@ -1,0 +1,56 @@
+"""Post-import hook, run at interpreter start by ``onmt_optimal.pth``: patch OpenNMT-py when it is imported.
+
+Kept tiny and free of heavy imports, since every Python process of the environment loads it. When the module
+``onmt`` finishes executing, ``onmt_optimal.patch.apply`` runs; when ``onmt.bin.translate`` does,
+``apply_cli`` runs. Nothing happens in processes that never import OpenNMT-py. Set ``ONMT_OPTIMAL_DISABLE=1``
+to get stock OpenNMT-py in a process.
+"""
+import importlib.abc
+import os
+import sys
+
+_HOOKS = {"onmt": "apply", "onmt.bin.translate": "apply_cli"}
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    def __init__(self, loader, hook):
+        self._loader = loader
+        self._hook = hook
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        from onmt_optimal import patch
+
+        getattr(patch, self._hook)()
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        hook = _HOOKS.get(fullname)
+        if hook is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _PatchingLoader(spec.loader, hook)
+                return spec
+        return None
+
+
+def install() -> None:
+    if os.environ.get("ONMT_OPTIMAL_DISABLE"):
+        return
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+
+
+install()

@@ -1,0 +1,134 @@
+"""The one place where OpenNMT-py 3.5.1 is changed. Every change is a substitution of a module attribute.
+
+``apply()`` (idempotent), called when ``onmt`` is first imported (see ``_hook``) or explicitly:
+
+* ``torch.load`` safety: allow ``argparse.Namespace``, the only non-tensor global in an OpenNMT checkpoint, so
+  checkpoints load on torch >= 2.6 with ``weights_only`` left on;
+* ``onmt.opts.translate_opts`` (and its from-imported copies in ``onmt.bin.translate`` and
+  ``onmt.utils.scoring_utils``) also adds our flag group, so CLI and YAML accept the flags;
+* ``ArgumentParser.validate_translate_opts`` also validates our flags (one-line errors, before model loading);
+* ``onmt.translate.translator.Translator`` becomes ``CertifiedTranslator`` (``build_translator`` looks the
+  name up at call time);
+* ``onmt.inputters.dynamic_iterator.process`` keeps empty source lines at inference;
+* ``onmt.model_builder.load_test_model`` reports a file that is not an OpenNMT checkpoint in one line.
+
+``apply_cli()`` wraps ``onmt.bin.translate.main`` so those errors end the command with a one-line message and a
+non-zero exit status instead of a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+
+_applied = False
+
+
+class CheckpointError(RuntimeError):
+    """The model file is missing or is not an OpenNMT-py checkpoint."""
+
+
+def apply() -> None:
+    global _applied
+    if _applied:
+        return
+    _applied = True
+
+    import torch
+
+    if hasattr(torch.serialization, "add_safe_globals"):
+        torch.serialization.add_safe_globals([argparse.Namespace])
+
+    import onmt.opts
+    from onmt.utils.parse import ArgumentParser
+
+    from onmt_optimal import options
+
+    stock_translate_opts = onmt.opts.translate_opts
+
+    @functools.wraps(stock_translate_opts)
+    def translate_opts(parser):
+        stock_translate_opts(parser)
+        options.add_options(parser)
+
+    onmt.opts.translate_opts = translate_opts
+    for name in ("onmt.bin.translate", "onmt.utils.scoring_utils"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "translate_opts", None) is stock_translate_opts:
+            module.translate_opts = translate_opts
+
+    stock_validate = ArgumentParser.validate_translate_opts.__func__
+
+    def validate_translate_opts(cls, opt):
+        stock_validate(cls, opt)
+        options.validate(opt)
+
+    ArgumentParser.validate_translate_opts = classmethod(validate_translate_opts)
+
+    import onmt.translate.translator
+    from onmt_optimal.translator import CertifiedTranslator
+
+    onmt.translate.translator.Translator = CertifiedTranslator
+
+    import onmt.inputters.dynamic_iterator
+    from onmt_optimal import empty_lines
+
+    onmt.inputters.dynamic_iterator.process = empty_lines.process_keeping_empty
+
+    import onmt.model_builder
+
+    onmt.model_builder.load_test_model = _checked_loader(onmt.model_builder.load_test_model)
+
+
+def _checked_loader(load_test_model):
+    @functools.wraps(load_test_model)
+    def load(opt, device_id=0, model_path=None):
+        path = model_path if model_path is not None else opt.models[0]
+        try:
+            return load_test_model(opt, device_id, model_path)
+        except FileNotFoundError as err:
+            raise CheckpointError(f"model file not found: {path}") from err
+        except Exception as err:  # pickle/zip/key errors: whatever torch.load and onmt say about a bad file
+            if _looks_like_checkpoint(path):
+                raise
+            raise CheckpointError(
+                f"{path} is not an OpenNMT-py checkpoint ({type(err).__name__}: {str(err).splitlines()[0][:200]})"
+            ) from err
+
+    return load
+
+
+def _looks_like_checkpoint(path) -> bool:
+    """True if ``path`` loads as a dict with OpenNMT-py's keys (so the error came from somewhere else)."""
+    import torch
+
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:
+        return False
+    return isinstance(ckpt, dict) and {"model", "vocab", "opt"} <= set(ckpt)
+
+
+def apply_cli() -> None:
+    """Make ``onmt_translate`` end bad input with one line on stderr and a non-zero status."""
+    import onmt.bin.translate as cli
+
+    if getattr(cli.main, "_onmt_optimal", False):
+        return
+    stock_main = cli.main
+
+    @functools.wraps(stock_main)
+    def main():
+        from onmt_optimal.options import OptionError
+
+        try:
+            return stock_main()
+        except OptionError as err:
+            sys.stderr.write(f"onmt_translate: error: {err}\n")
+            raise SystemExit(2)
+        except CheckpointError as err:
+            sys.stderr.write(f"onmt_translate: error: {err}\n")
+            raise SystemExit(1)
+
+    main._onmt_optimal = True
+    cli.main = main

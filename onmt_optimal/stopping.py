@@ -1,0 +1,81 @@
+"""Stopping rules: when an example may leave the beam search.
+
+A stopping rule sees, per example, a summary of the search so far (``StopView``) and says which examples
+are done. It never looks at sequences and never changes the beam: the beam's contents are the same under
+every rule, only where the search stops (and so which completed hypotheses it has seen) differs. Reaching
+``max_length`` ends every example whatever the rule says; that is the search loop's business, not the rule's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class StopView:
+    """Per-example facts after the completed hypotheses of this step have been collected. Shapes ``(B,)``."""
+
+    top_finished: torch.Tensor  # bool: the top item of this step's beam is a completed hypothesis
+    n_completed: torch.Tensor  # long: completed hypotheses collected so far
+    kth_score: torch.Tensor  # float: n_best-th best completed score so far (-inf if fewer than n_best)
+    best_bound: torch.Tensor  # float: max bound over live items (-inf if none is live)
+    n_best: int
+
+
+class StoppingRule:
+    name = "abstract"
+    #: reason reported in the statistics when this rule ends an example
+    reason = "abstract"
+    #: does the answer carry a proof of optimality (modulo beam size)?
+    certified = False
+
+    def done(self, view: StopView) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class TopFinished(StoppingRule):
+    """OpenNMT-py's rule: stop once the top item of the beam is completed and ``n_best`` were collected."""
+
+    name = "default"
+    reason = "top_finished"
+
+    def done(self, view: StopView) -> torch.Tensor:
+        return view.top_finished & (view.n_completed >= view.n_best)
+
+
+class OptimalityCertificate(StoppingRule):
+    """The paper's certificate (Eq. 2 for log-probability, Eq. 5 for the bounded reward), for any scoring rule.
+
+    Stop when the ``n_best``-th best completed score is at least the best bound of any live item: no item
+    still in the beam can grow into a hypothesis that enters the ``n_best`` list (ties keep the earlier one).
+    For raw log-probability and ``n_best = 1`` it holds no later than ``TopFinished`` (the paper's Theorem 2:
+    when the top item is completed, every live item scores below it). With a length reward, a normalized
+    score or ``n_best > 1`` it may stop later than ``TopFinished``, which then returns an answer the certificate
+    does not cover. It holds at once when no live item is left.
+    """
+
+    name = "optimal"
+    reason = "certificate"
+    certified = True
+
+    def done(self, view: StopView) -> torch.Tensor:
+        return view.kth_score >= view.best_bound
+
+
+class Exhaustive(StoppingRule):
+    """Never stop early: run the beam until no live item is left or ``max_length`` is reached.
+
+    Its answer is, by definition, the best hypothesis the beam can complete: the reference the certificate
+    is checked against.
+    """
+
+    name = "exhaustive"
+    reason = "all_finished"
+    certified = True
+
+    def done(self, view: StopView) -> torch.Tensor:
+        return torch.isinf(view.best_bound) & (view.best_bound < 0)
+
+
+STOPPING_RULES = {rule.name: rule for rule in (TopFinished, OptimalityCertificate, Exhaustive)}

@@ -1,0 +1,37 @@
+"""onmt-optimal: optimal beam search (Huang, Zhao & Ma, 2017) for OpenNMT-py.
+
+Install into an environment that already has torch (>= 2.1) and OpenNMT-py 3.5.1 (see the Makefile: OpenNMT-py
+is installed with --no-deps because its torch<2.3 pin would downgrade torch). This package never asks pip
+for torch or OpenNMT-py, so installing it never downgrades torch.
+"""
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).parent
+
+
+class build_py_with_pth(build_py):
+    """Ship onmt_optimal.pth at the top of site-packages (it installs the import hook)."""
+
+    def run(self):
+        super().run()
+        self.copy_file(str(HERE / "onmt_optimal.pth"), str(Path(self.build_lib) / "onmt_optimal.pth"))
+
+
+setup(
+    name="onmt-optimal",
+    version="0.1.0",
+    description="Optimal beam search (modulo beam size) with bounded length reward for OpenNMT-py",
+    long_description=(HERE / "README.md").read_text() if (HERE / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    packages=["onmt_optimal"],
+    python_requires=">=3.9",
+    # torch and OpenNMT-py are deliberately not listed: OpenNMT-py 3.5.1 pins torch<2.3 and pip would
+    # downgrade torch to satisfy it. Install them first (see README / Makefile).
+    install_requires=["sacrebleu>=2.0", "pyyaml"],
+    extras_require={"test": ["pytest", "hypothesis"], "plots": ["matplotlib", "tqdm"]},
+    cmdclass={"build_py": build_py_with_pth},
+    entry_points={"console_scripts": ["onmt-optimal=onmt_optimal.__main__:main"]},
+)
