@@ -1,0 +1,67 @@
+"""Admissibility, checked on every expansion of a whole (tiny) search tree, not just of the beam.
+
+For every live prefix of every length, and every completed hypothesis that extends it (ending in EOS, or cut
+at max_length), the rule's final score must not exceed the rule's bound of the prefix. Log-probabilities are
+accumulated in float32 exactly as OpenNMT-py does, so rounding is part of what is checked.
+"""
+from __future__ import annotations
+
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from onmt_optimal.scoring import BoundedWordReward, StepView, StockScore
+from synthetic import BOS, EOS, PAD, SyntheticModel, make_scorer
+
+
+def view(rule, log_prob, t, T, src_len, eos):
+    lp = torch.tensor([[log_prob]], dtype=torch.float32)
+    if isinstance(rule, StockScore) and rule.normalized:
+        stock = lp / rule.penalty(t + 1, alpha=rule.alpha)
+    else:
+        stock = lp
+    return StepView(log_prob=lp, stock_score=stock, out_len=torch.tensor([[t - int(eos)]]),
+                    src_len=torch.tensor([float(src_len)]), step=t, max_length=T)
+
+
+def walk(model, rule, prefix, log_prob, T, src_len, ancestors, checked):
+    """Expand ``prefix`` (a live item at step len(prefix)) with every token; check each completion."""
+    dist = model.log_probs(0, prefix)
+    t = len(prefix) + 1
+    for tok in range(model.vocab_size):
+        if tok in (PAD, BOS):
+            continue
+        lp = float(torch.tensor(log_prob, dtype=torch.float32) + dist[tok])  # float32 sum, like OpenNMT-py
+        ends = tok == EOS or t == T
+        if ends:
+            final = float(rule.final(view(rule, lp, t, T, src_len, tok == EOS)))
+            for bound in ancestors:
+                assert final <= bound, (prefix + (tok,), final, bound)
+            checked.append(final)
+        else:
+            bound = float(rule.bound(view(rule, lp, t, T, src_len, False)))
+            walk(model, rule, prefix + (tok,), lp, T, src_len, ancestors + [bound], checked)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rule=st.sampled_from(["none", "avg", "wu", "reward"]),
+    seed=st.integers(0, 10**6),
+    sharpness=st.sampled_from([0.3, 2.0, 8.0]),
+    eos_bias=st.floats(-3, 3),
+    T=st.integers(1, 5),
+    alpha=st.sampled_from([0.2, 0.6, 1.0, 2.0]),
+    reward=st.sampled_from([0.0, 0.4, 1.2, 5.0]),
+    ratio=st.sampled_from([0.3, 1.0, 1.27, 3.0]),
+    src_len=st.integers(1, 6),
+)
+def test_no_completion_scores_above_any_ancestor_bound(rule, seed, sharpness, eos_bias, T, alpha, reward,
+                                                       ratio, src_len):
+    model = SyntheticModel(7, seed, eos_bias, sharpness)
+    if rule == "reward":
+        scoring = BoundedWordReward(reward, ratio)
+    else:
+        scoring = StockScore(make_scorer(rule, alpha))
+    checked: list = []
+    walk(model, scoring, (), 0.0, T, src_len, [], checked)
+    assert checked

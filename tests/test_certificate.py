@@ -1,0 +1,155 @@
+"""Property tests: the certificate's answer is the best hypothesis the same beam completes if never stopped.
+
+The BeamSearch objects are driven directly with controlled log-probabilities (``synthetic.SyntheticModel``)
+through OpenNMT-py's decode-loop protocol, and compared with (a) the same beam run with ``Exhaustive``
+stopping and (b) an independent plain-Python beam (``synthetic.reference_beam``).
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from onmt_optimal.beam_search import CertifiedBeamSearch
+from onmt_optimal.scoring import BoundedWordReward, StockScore
+from onmt_optimal.stopping import STOPPING_RULES
+from synthetic import (BOS, EOS, PAD, UNK, SyntheticModel, best_of, make_scorer, reference_beam,
+                       reference_score, run_strategy)
+
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+RULES = ["none", "avg", "wu", "reward"]
+
+
+def build(rule, stop, beam, batch, n_best, max_length, reward=0.0, ratio=1.0, alpha=1.0):
+    scorer = make_scorer("none" if rule == "reward" else rule, alpha)
+    scoring = BoundedWordReward(reward, ratio) if rule == "reward" else StockScore(scorer)
+    return CertifiedBeamSearch(
+        beam, batch_size=batch, pad=PAD, bos=BOS, eos=EOS, unk=UNK, start=BOS, n_best=n_best,
+        global_scorer=scorer, min_length=0, max_length=max_length, return_attention=False,
+        block_ngram_repeat=0, exclusion_tokens=set(), stepwise_penalty=False, ratio=0.0,
+        ban_unk_token=False, scoring=scoring, stopping=STOPPING_RULES[stop](),
+    )
+
+
+@st.composite
+def cases(draw, rules=tuple(RULES)):
+    beam = draw(st.integers(1, 4))
+    batch = draw(st.integers(1, 4))
+    return dict(
+        rule=draw(st.sampled_from(rules)),
+        seed=draw(st.integers(0, 10**6)),
+        vocab=draw(st.integers(6, 10)),
+        eos_bias=draw(st.floats(-2.0, 2.0)),
+        sharpness=draw(st.sampled_from([0.5, 2.0, 6.0])),
+        beam=beam,
+        batch=batch,
+        n_best=draw(st.integers(1, beam)),
+        max_length=draw(st.integers(1, 9)),
+        src_lens=draw(st.lists(st.integers(1, 8), min_size=batch, max_size=batch)),
+        reward=draw(st.sampled_from([0.0, 0.5, 1.0, 1.3, 3.0])),
+        ratio=draw(st.sampled_from([0.5, 1.0, 1.27, 2.0])),
+        alpha=draw(st.sampled_from([0.6, 1.0, 2.0])),
+    )
+
+
+def decode(case, stop, examples=None, n_best=None):
+    examples = list(range(case["batch"])) if examples is None else examples
+    src_lens = [case["src_lens"][e] for e in examples]
+    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+    strategy = build(case["rule"], stop, case["beam"], len(examples), n_best or case["n_best"],
+                     case["max_length"], case["reward"], case["ratio"], case["alpha"])
+    run_strategy(strategy, model, examples, src_lens)
+    return strategy
+
+
+def answers(strategy):
+    return [
+        [(score, pred.tolist()) for score, pred in zip(strategy.scores[b], strategy.predictions[b])]
+        for b in range(strategy.batch_size)
+    ]
+
+
+@SETTINGS
+@given(cases())
+def test_certificate_equals_exhaustive_run_of_the_same_beam(case):
+    optimal, exhaustive = decode(case, "optimal"), decode(case, "exhaustive")
+    assert answers(optimal) == answers(exhaustive)
+    for o, e in zip(optimal.search_stats, exhaustive.search_stats):
+        assert o["steps"] <= e["steps"]
+        assert o["score"] == e["score"] and o["log_prob"] == e["log_prob"] and o["length"] == e["length"]
+
+
+@SETTINGS
+@given(cases())
+def test_answer_is_the_best_completed_hypothesis_of_a_brute_force_beam(case):
+    strategy = decode(case, "optimal")
+    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+    for b in range(case["batch"]):
+        completed = reference_beam(model, b, case["beam"], case["max_length"])
+        target = case["ratio"] * case["src_lens"][b]
+
+        def score(h):
+            return reference_score(case["rule"], h[0], h[2], h[3], alpha=case["alpha"],
+                                   reward=case["reward"], target=target)
+
+        best = best_of(completed, score)
+        got_score, got_pred = strategy.scores[b][0], strategy.predictions[b][0].tolist()
+        assert math.isclose(got_score, score(best), rel_tol=1e-4, abs_tol=1e-4)
+        if got_pred != list(best[1]):  # only a float32-vs-float64 near-tie may pick another hypothesis
+            runner_up = [score(h) for h in completed if list(h[1]) == got_pred]
+            assert runner_up and math.isclose(runner_up[0], score(best), rel_tol=1e-4, abs_tol=1e-4)
+
+
+@SETTINGS
+@given(cases(rules=("none",)))
+def test_raw_log_prob_never_stops_later_than_default_and_agrees_on_the_1_best(case):
+    case = dict(case, n_best=1)
+    optimal, default = decode(case, "optimal"), decode(case, "default")
+    for b in range(case["batch"]):
+        assert optimal.search_stats[b]["steps"] <= default.search_stats[b]["steps"]
+        assert optimal.scores[b][0] == default.scores[b][0]
+        assert optimal.predictions[b][0].tolist() == default.predictions[b][0].tolist()
+
+
+@SETTINGS
+@given(cases(), st.sampled_from(["default", "optimal", "exhaustive"]))
+def test_each_example_alone_or_in_a_mixed_batch_gives_the_same_output(case, stop):
+    together = decode(case, stop)
+    for b in range(case["batch"]):
+        alone = decode(case, stop, examples=[b])
+        assert answers(alone)[0] == answers(together)[b]
+        assert alone.search_stats[0] == together.search_stats[b]
+
+
+@SETTINGS
+@given(cases())
+def test_the_1_best_never_depends_on_n_best(case):
+    one = decode(case, "optimal", n_best=1)
+    many = decode(case, "optimal", n_best=case["beam"])
+    for b in range(case["batch"]):
+        assert one.scores[b][0] == many.scores[b][0]
+        assert one.predictions[b][0].tolist() == many.predictions[b][0].tolist()
+
+
+def test_n_best_list_is_sorted_and_complete():
+    case = dict(rule="none", seed=3, vocab=9, eos_bias=1.0, sharpness=2.0, beam=4, batch=3, n_best=3, max_length=8,
+                src_lens=[3, 4, 5], reward=0.0, ratio=1.0, alpha=1.0)
+    strategy = decode(case, "optimal")
+    for b in range(3):
+        assert len(strategy.scores[b]) == 3
+        assert strategy.scores[b] == sorted(strategy.scores[b], reverse=True)
+
+
+def test_bounded_reward_reaches_longer_outputs_than_raw_log_prob():
+    base = dict(rule="reward", seed=11, vocab=8, eos_bias=1.5, sharpness=2.0, beam=4, batch=4, n_best=1, max_length=9,
+                src_lens=[6, 6, 6, 6], ratio=1.0, alpha=1.0)
+    short = decode(dict(base, reward=0.0), "optimal")
+    long = decode(dict(base, reward=3.0), "optimal")
+    assert sum(s["length"] for s in long.search_stats) > sum(s["length"] for s in short.search_stats)
+    for s in long.search_stats:
+        assert s["target_length"] == pytest.approx(6.0)
+        assert s["score"] == pytest.approx(s["log_prob"] + 3.0 * min(6.0, s["length"]), rel=1e-5)
