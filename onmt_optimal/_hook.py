@@ -8,6 +8,7 @@ to get stock OpenNMT-py in a process.
 import importlib.abc
 import os
 import sys
+import warnings
 
 _HOOKS = {"onmt": "apply", "onmt.bin.translate": "apply_cli"}
 
@@ -21,6 +22,10 @@ class _PatchingLoader(importlib.abc.Loader):
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
+        if self._hook == "apply":
+            # OpenNMT-py 3.5.1 decorates with torch.cuda.amp.custom_fwd, deprecated since torch 2.4: noise
+            # on every run (and before every one-line error message) on a modern torch
+            warnings.filterwarnings("ignore", category=FutureWarning, module=r"onmt(\.|$)")
         self._loader.exec_module(module)
         from onmt_optimal import patch
 

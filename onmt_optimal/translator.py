@@ -4,13 +4,18 @@ Model loading, devices, batching, transforms, the decode loop and output writing
 This class only (a) builds a ``CertifiedBeamSearch`` instead of ``BeamSearch`` when a new flag asks for it,
 (b) gathers the per-sentence statistics and writes them in input order, (c) answers empty source lines with
 an empty line instead of dropping them, and (d) keeps ``-with_score`` working (stock crashes on it, upstream
-issue #2583). With none of the new flags, (a) and (b) are skipped and the output is stock OpenNMT-py's.
+issue #2583), and (e) gives attention to the beam in the batch-first layout it expects: OpenNMT-py
+3.5.1's input-feeding RNN decoder (the default ``decoder_type: rnn``) returns it time-first, so every option
+that needs attention (``-replace_unk``, ``-attn_debug``, ``-coverage_penalty``) crashes stock decoding of RNN
+models with an IndexError. With none of the new flags, (a) and (b) are skipped and the output is stock
+OpenNMT-py's wherever stock produces one.
 """
 from __future__ import annotations
 
 import json
 
 import torch
+from onmt.decoders.decoder import InputFeedRNNDecoder
 from onmt.translate.translator import Translator
 
 from onmt_optimal import empty_lines
@@ -65,6 +70,12 @@ class CertifiedTranslator(Translator):
         if self.with_score:  # stock hands out Python floats here and then calls .item() on them
             results["scores"] = [[torch.as_tensor(s) for s in scores] for scores in results["scores"]]
         return results
+
+    def _decode_and_generate(self, decoder_in, *args, **kwargs):
+        log_probs, attn = super()._decode_and_generate(decoder_in, *args, **kwargs)
+        if attn is not None and isinstance(self.model.decoder, InputFeedRNNDecoder):
+            attn = attn.transpose(0, 1)  # (tgt_len, batch, src_len) -> (batch, tgt_len, src_len)
+        return log_probs, attn
 
     def _max_length(self, batch) -> int:
         """OpenNMT-py's own limit (translator.py), so both searches run the very same beam."""
