@@ -1,0 +1,36 @@
+# The README's commands. Everything runs in the virtual environment .venv at the repo root (created on first use).
+#   make run     set up, then the main job: optimal-stopping translation with the shipped default model
+#   make test    set up, then the test suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# torch >= 2.1; this machine's pip finds the local CPU wheel of 2.13.0. Override e.g. TORCH='torch==2.5.1'.
+TORCH ?= torch==2.13.0
+STAMP := $(VENV)/.onmt-optimal-setup
+
+.PHONY: setup run test clean-venv
+
+setup: $(STAMP)
+
+$(STAMP): setup.py requirements.txt Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	@# keep any torch >= 2.1 already there; never let OpenNMT-py's pin downgrade it
+	$(BIN)/python -c "import sys, torch; sys.exit(tuple(map(int, torch.__version__.split('+')[0].split('.')[:2])) < (2, 1))" 2>/dev/null \
+	  || $(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q --no-deps OpenNMT-py==3.5.1
+	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m onmt_optimal install-hook
+	$(BIN)/python -c "import torch, onmt, onmt_optimal; print('torch', torch.__version__, '| OpenNMT-py', onmt.__version__, '| onmt-optimal', onmt_optimal.__version__)"
+	touch $@
+
+run: setup
+	$(BIN)/python scripts/main_job.py
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+clean-venv:
+	rm -rf $(VENV)
