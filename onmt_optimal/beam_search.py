@@ -65,6 +65,7 @@ class CertifiedBeamSearch(BeamSearch):
         self._kept_seq = torch.full((B, K, T), self.pad, dtype=torch.long, device=dev)
         self._kept_attn = None  # (B, K, T, S) once attention is tracked
         self._n_completed = torch.zeros(B, dtype=torch.long, device=dev)
+        self._width = torch.full((B,), beam, dtype=torch.long, device=dev)  # shrinks under Shrinking only
         return out
 
     # ------------------------------------------------------------------ one step
@@ -91,6 +92,8 @@ class CertifiedBeamSearch(BeamSearch):
 
         eos = self.topk_ids.eq(self.eos)
         real = parent_live[self.select_indices].view(B, beam) & torch.isfinite(log_prob)
+        if self.stopping.shrinks:  # only the example's current width of top items is its beam
+            real &= torch.arange(beam, device=real.device).unsqueeze(0) < self._width.unsqueeze(1)
         ended = eos | at_max  # at max_length every item is finished by force, as in stock
         completed = real & ended
         live = real & ~ended
@@ -104,6 +107,8 @@ class CertifiedBeamSearch(BeamSearch):
             max_length=T,
         )
         self._collect(completed, self.scoring.final(view), log_prob, view.out_len, t)
+        if self.stopping.shrinks:
+            self._width = self._width - completed.sum(dim=1)
 
         bound = torch.where(live, self.scoring.bound(view), NEG_INF).max(dim=1).values
         done = self.stopping.done(
@@ -112,6 +117,7 @@ class CertifiedBeamSearch(BeamSearch):
                 n_completed=self._n_completed,
                 kth_score=self._kept_score[:, -1],
                 best_bound=bound,
+                width=self._width,
                 n_best=self.n_best,
             )
         )
@@ -120,8 +126,9 @@ class CertifiedBeamSearch(BeamSearch):
         self._done = done
         self._no_live = ~live.any(dim=1)
 
-        # completed items never grow again (stock does this in update_finished)
-        self.topk_log_probs.masked_fill_(eos, FINISHED_MASK)
+        # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam,
+        # do the items that fell outside it
+        self.topk_log_probs.masked_fill_(~live if self.stopping.shrinks else eos, FINISHED_MASK)
         self._live = live.view(-1)
         # the decode loop calls update_finished() only when this says something ended
         self.is_finished_list = [[bool(done.any())]]
@@ -184,6 +191,7 @@ class CertifiedBeamSearch(BeamSearch):
             "_kept_seq",
             "_kept_attn",
             "_n_completed",
+            "_width",
         ):
             value = getattr(self, name)
             if value is not None:
@@ -216,6 +224,8 @@ class CertifiedBeamSearch(BeamSearch):
                 why = "max_length"
             elif no_live[j]:
                 why = "all_finished"
+            elif self.stopping.certified and not self.scoring.bound_is_proof:
+                why = "predicted_bound"  # a heuristic stop: the bound assumed no output longer than l
             else:
                 why = self.stopping.reason
             kept = [k for k in range(self.n_best) if scores[j][k] != NEG_INF]

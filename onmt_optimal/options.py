@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from onmt_optimal.scoring import BoundedWordReward, ScoringRule, StockScore
+from onmt_optimal.scoring import BOUNDS, BoundedWordReward, BPNorm, ScoringRule, StockScore, WordReward
 from onmt_optimal.stopping import STOPPING_RULES, StoppingRule
 
 GROUP_TITLE = "Optimal stopping (onmt-optimal)"
@@ -38,7 +38,8 @@ def add_options(parser) -> None:
         "'optimal': the optimality certificate (Sec. 3 and 4): stop once the n_best-th best completed "
         "hypothesis scores at least the best bound any live item could still reach; returns the best "
         "hypotheses the beam could ever complete. 'exhaustive': never stop early (to max_length or until "
-        "no live item is left); the reference the certificate is checked against.",
+        "no live item is left); the reference the certificate is checked against. 'shrinking': RNNsearch's "
+        "shrinking beam (each completed hypothesis removes one beam slot; stop when none is left).",
     )
     group.add(
         "--length_reward",
@@ -46,9 +47,10 @@ def add_options(parser) -> None:
         type=float,
         default=0.0,
         metavar="R",
-        help="Bounded length reward r (Sec. 4): score(y) = log p(y|x) + r * min(l, |y|), l = "
-        "length_ratio * |x|. |y| counts output tokens without EOS, |x| source tokens as the model sees "
-        "them (after transforms). Needs -length_ratio and -length_penalty none.",
+        help="Length reward r. With -length_ratio: the bounded reward of Sec. 4, score(y) = log p(y|x) + "
+        "r * min(l, |y|), l = length_ratio * |x|; without: He et al.'s unbounded reward, log p(y|x) + r * |y|. "
+        "|y| counts output tokens without EOS, |x| source tokens as the model sees them (after transforms). "
+        "Needs -length_penalty none.",
     )
     group.add(
         "--length_ratio",
@@ -58,6 +60,23 @@ def add_options(parser) -> None:
         metavar="RHO",
         help="Estimated output/source length ratio rho (e.g. 1.27 in the paper; estimate it on a dev set "
         "with 'python -m onmt_optimal ratio'). Sets l = rho * |x| for -length_reward.",
+    )
+    group.add(
+        "--bp_norm",
+        "-bp_norm",
+        action="store_true",
+        help="Score with Yang et al. (2018)'s BP-norm: min(0, 1 - l/|y|) + log p(y|x)/|y|. Needs "
+        "-length_ratio and -length_penalty none.",
+    )
+    group.add(
+        "--bound",
+        "-bound",
+        default="exact",
+        metavar="{" + ",".join(BOUNDS) + "}",
+        help="Bound of a normalized score (-length_penalty avg|wu, -bp_norm) under -stopping optimal. 'exact': "
+        "the best any continuation up to max_length could reach (sound, stops late). 'predicted': assume no "
+        "continuation outgrows l = length_ratio * |x| (Yang et al. 2018; a heuristic, reported as "
+        "stop_reason 'predicted_bound').",
     )
     group.add(
         "--stats_file",
@@ -83,17 +102,26 @@ class SearchConfig:
         validate(opt)
         stopping_name = getattr(opt, "stopping", "default")
         reward = getattr(opt, "length_reward", 0.0)
+        bp_norm = getattr(opt, "bp_norm", False)
         stats_file = getattr(opt, "stats_file", None)
-        if stopping_name == "default" and reward == 0 and not stats_file:
+        if stopping_name == "default" and reward == 0 and not bp_norm and not stats_file:
             return cls(stock=True, scoring=None, stopping=None, stats_file=None)
-        ratio = getattr(opt, "length_ratio", None)
-        if reward > 0:
-            scoring = BoundedWordReward(reward, ratio)
-        elif ratio is not None and not global_scorer.has_len_pen and not global_scorer.has_cov_pen:
-            scoring = BoundedWordReward(0.0, ratio)  # raw log p, and l is reported in the statistics
-        else:
-            scoring = StockScore(global_scorer)
-        return cls(stock=False, scoring=scoring, stopping=STOPPING_RULES[stopping_name](), stats_file=stats_file)
+        return cls(stock=False, scoring=scoring_rule(opt, global_scorer),
+                   stopping=STOPPING_RULES[stopping_name](), stats_file=stats_file)
+
+
+def scoring_rule(opt, global_scorer) -> ScoringRule:
+    """The scoring rule the (validated) options ask for."""
+    reward = getattr(opt, "length_reward", 0.0)
+    ratio = getattr(opt, "length_ratio", None)
+    bound = getattr(opt, "bound", "exact")
+    if getattr(opt, "bp_norm", False):
+        return BPNorm(ratio, bound)
+    if reward > 0:
+        return BoundedWordReward(reward, ratio) if ratio is not None else WordReward(reward)
+    if ratio is not None and not global_scorer.has_len_pen and not global_scorer.has_cov_pen:
+        return BoundedWordReward(0.0, ratio)  # raw log p; l is reported in the statistics
+    return StockScore(global_scorer, bound, ratio)
 
 
 def validate(opt) -> None:
@@ -109,22 +137,33 @@ def validate(opt) -> None:
         raise OptionError(f"-length_reward must be a finite number >= 0 (got {reward})")
     if ratio is not None and (math.isnan(ratio) or math.isinf(ratio) or ratio <= 0):
         raise OptionError(f"-length_ratio must be a finite number > 0 (got {ratio})")
-    if reward > 0 and ratio is None:
-        raise OptionError("-length_reward needs -length_ratio RHO (> 0): the reward is bounded by l = RHO * |x|")
-    if reward > 0 and getattr(opt, "length_penalty", "none") != "none":
-        raise OptionError(
-            "-length_reward replaces length normalization: add -length_penalty none "
-            f"(got -length_penalty {opt.length_penalty})"
-        )
+    bp_norm = getattr(opt, "bp_norm", False)
+    bound = getattr(opt, "bound", "exact")
+    length_penalty = getattr(opt, "length_penalty", "none")
+    if bound not in BOUNDS:
+        raise OptionError(f"-bound must be one of {', '.join(BOUNDS)} (got {bound!r})")
+    if (reward > 0 or bp_norm) and length_penalty != "none":
+        what = "-bp_norm" if bp_norm else "-length_reward"
+        raise OptionError(f"{what} replaces length normalization: add -length_penalty none "
+                          f"(got -length_penalty {length_penalty})")
+    if bp_norm and ratio is None:
+        raise OptionError("-bp_norm needs -length_ratio RHO (> 0): its brevity penalty aims at l = RHO * |x|")
+    if bp_norm and reward > 0:
+        raise OptionError("-bp_norm and -length_reward are two different scores: choose one")
+    if bound == "predicted":
+        if not (bp_norm or length_penalty in ("avg", "wu")) or reward > 0:
+            raise OptionError("-bound predicted applies to normalized scores (-length_penalty avg|wu or -bp_norm)")
+        if ratio is None:
+            raise OptionError("-bound predicted needs -length_ratio RHO (> 0): it assumes outputs end by RHO * |x|")
     sampling = getattr(opt, "random_sampling_topk", 0) != 0 or getattr(opt, "random_sampling_topp", 0.0) != 0
-    if sampling and (stopping != "default" or reward > 0):
-        raise OptionError("-stopping/-length_reward apply to beam search, not to random sampling "
+    if sampling and (stopping != "default" or reward > 0 or bp_norm):
+        raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
                           "(-random_sampling_topk/-random_sampling_topp)")
-    if stopping != "default":
-        if getattr(opt, "coverage_penalty", "none") != "none" or getattr(opt, "stepwise_penalty", False):
-            raise OptionError(
-                f"-stopping {stopping} needs a score that never rises as a hypothesis grows; "
-                "a coverage penalty can, so use -coverage_penalty none"
-            )
-        if getattr(opt, "ratio", 0.0) > 0:
-            raise OptionError(f"-stopping {stopping} replaces OpenNMT-py's -ratio stopping rule; drop -ratio")
+    ours = stopping != "default" or reward > 0 or bp_norm or getattr(opt, "stats_file", None)
+    if ours and getattr(opt, "ratio", 0.0) > 0:
+        raise OptionError("OpenNMT-py's -ratio stopping rule cannot be combined with onmt-optimal's flags; "
+                          "drop -ratio")
+    if stopping == "optimal" and (getattr(opt, "coverage_penalty", "none") != "none"
+                                  or getattr(opt, "stepwise_penalty", False)):
+        raise OptionError("-stopping optimal needs a score that never rises as a hypothesis grows; "
+                          "a coverage penalty can, so use -coverage_penalty none")

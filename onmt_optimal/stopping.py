@@ -20,6 +20,7 @@ class StopView:
     n_completed: torch.Tensor  # long: completed hypotheses collected so far
     kth_score: torch.Tensor  # float: n_best-th best completed score so far (-inf if fewer than n_best)
     best_bound: torch.Tensor  # float: max bound over live items (-inf if none is live)
+    width: torch.Tensor  # long: the example's beam size now (shrinks only under ``Shrinking``)
     n_best: int
 
 
@@ -29,6 +30,8 @@ class StoppingRule:
     reason = "abstract"
     #: does the answer carry a proof of optimality (modulo beam size)?
     certified = False
+    #: does each completed hypothesis take its slot out of the beam for good?
+    shrinks = False
 
     def done(self, view: StopView) -> torch.Tensor:
         raise NotImplementedError
@@ -78,4 +81,17 @@ class Exhaustive(StoppingRule):
         return torch.isinf(view.best_bound) & (view.best_bound < 0)
 
 
-STOPPING_RULES = {rule.name: rule for rule in (TopFinished, OptimalityCertificate, Exhaustive)}
+class Shrinking(StoppingRule):
+    """RNNsearch's shrinking beam (the paper's baseline 2): each completed hypothesis shrinks its example's beam
+    by one; the example ends when its beam is empty (or at ``max_length``) and returns its best completed
+    hypothesis under the active score. The beam itself differs from the other rules' after the first EOS."""
+
+    name = "shrinking"
+    reason = "beam_exhausted"
+    shrinks = True
+
+    def done(self, view: StopView) -> torch.Tensor:
+        return view.width <= 0
+
+
+STOPPING_RULES = {rule.name: rule for rule in (TopFinished, OptimalityCertificate, Exhaustive, Shrinking)}

@@ -93,6 +93,32 @@ def reference_beam(model: SyntheticModel, example: int, beam: int, max_length: i
     return completed
 
 
+def reference_shrinking(model: SyntheticModel, example: int, beam: int, max_length: int):
+    """RNNsearch's shrinking beam, plainly: each completed hypothesis removes one slot from the beam."""
+    width, live, completed = beam, [(0.0, ())], []
+    for t in range(1, max_length + 1):
+        cands = []
+        for lp, prefix in live:
+            dist = model.log_probs(example, prefix).double()
+            for tok in range(model.vocab_size):
+                cands.append((lp + float(dist[tok]), prefix + (tok,)))
+        cands.sort(key=lambda c: -c[0])
+        live = []
+        ended = 0
+        for lp, seq in [c for c in cands[:width] if c[0] > -1e8]:
+            if seq[-1] == EOS:
+                completed.append((lp, seq, t - 1, t))
+                ended += 1
+            elif t == max_length:
+                completed.append((lp, seq, t, t))
+            else:
+                live.append((lp, seq))
+        width -= ended
+        if width <= 0 or not live:
+            return completed, t
+    return completed, max_length
+
+
 def reference_score(rule: str, log_prob: float, out_len: int, step: int, *, alpha=1.0, reward=0.0, target=0.0):
     if rule == "none":
         return log_prob
@@ -102,6 +128,11 @@ def reference_score(rule: str, log_prob: float, out_len: int, step: int, *, alph
         return log_prob / ((5 + step + 1) / 6.0) ** alpha
     if rule == "reward":
         return log_prob + reward * min(target, out_len)
+    if rule == "wreward":
+        return log_prob + reward * out_len
+    if rule == "bp":
+        n = max(out_len, 1)
+        return min(0.0, 1.0 - target / n) + log_prob / n
     raise ValueError(rule)
 
 
@@ -113,5 +144,6 @@ def best_of(completed, key):
     return best
 
 
-__all__ = ["SyntheticModel", "make_scorer", "run_strategy", "reference_beam", "reference_score", "best_of",
+__all__ = ["SyntheticModel", "make_scorer", "run_strategy", "reference_beam", "reference_shrinking",
+           "reference_score", "best_of",
            "PAD", "BOS", "EOS", "UNK", "math"]

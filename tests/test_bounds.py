@@ -10,17 +10,13 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onmt_optimal.scoring import BoundedWordReward, StepView, StockScore
+from onmt_optimal.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
 from synthetic import BOS, EOS, PAD, SyntheticModel, make_scorer
 
 
 def view(rule, log_prob, t, T, src_len, eos):
     lp = torch.tensor([[log_prob]], dtype=torch.float32)
-    if isinstance(rule, StockScore) and rule.normalized:
-        stock = lp / rule.penalty(t + 1, alpha=rule.alpha)
-    else:
-        stock = lp
-    return StepView(log_prob=lp, stock_score=stock, out_len=torch.tensor([[t - int(eos)]]),
+    return StepView(log_prob=lp, out_len=torch.tensor([[t - int(eos)]]),
                     src_len=torch.tensor([float(src_len)]), step=t, max_length=T)
 
 
@@ -43,9 +39,9 @@ def walk(model, rule, prefix, log_prob, T, src_len, ancestors, checked):
             walk(model, rule, prefix + (tok,), lp, T, src_len, ancestors + [bound], checked)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    rule=st.sampled_from(["none", "avg", "wu", "reward"]),
+    rule=st.sampled_from(["none", "avg", "wu", "reward", "wreward", "bp"]),
     seed=st.integers(0, 10**6),
     sharpness=st.sampled_from([0.3, 2.0, 8.0]),
     eos_bias=st.floats(-3, 3),
@@ -60,6 +56,10 @@ def test_no_completion_scores_above_any_ancestor_bound(rule, seed, sharpness, eo
     model = SyntheticModel(7, seed, eos_bias, sharpness)
     if rule == "reward":
         scoring = BoundedWordReward(reward, ratio)
+    elif rule == "wreward":
+        scoring = WordReward(reward)
+    elif rule == "bp":
+        scoring = BPNorm(ratio)
     else:
         scoring = StockScore(make_scorer(rule, alpha))
     checked: list = []

@@ -14,19 +14,29 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from onmt_optimal.beam_search import CertifiedBeamSearch
-from onmt_optimal.scoring import BoundedWordReward, StockScore
+from onmt_optimal.scoring import BoundedWordReward, BPNorm, StockScore, WordReward
 from onmt_optimal.stopping import STOPPING_RULES
 from synthetic import (BOS, EOS, PAD, UNK, SyntheticModel, best_of, make_scorer, reference_beam,
-                       reference_score, run_strategy)
+                       reference_score, reference_shrinking, run_strategy)
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-RULES = ["none", "avg", "wu", "reward"]
+RULES = ["none", "avg", "wu", "reward", "wreward", "bp"]
 
 
-def build(rule, stop, beam, batch, n_best, max_length, reward=0.0, ratio=1.0, alpha=1.0):
-    scorer = make_scorer("none" if rule == "reward" else rule, alpha)
-    scoring = BoundedWordReward(reward, ratio) if rule == "reward" else StockScore(scorer)
+def scoring_rule(rule, reward, ratio, alpha, bound="exact"):
+    if rule == "reward":
+        return BoundedWordReward(reward, ratio)
+    if rule == "wreward":
+        return WordReward(reward)
+    if rule == "bp":
+        return BPNorm(ratio, bound)
+    return StockScore(make_scorer(rule, alpha), bound, ratio)
+
+
+def build(rule, stop, beam, batch, n_best, max_length, reward=0.0, ratio=1.0, alpha=1.0, bound="exact"):
+    scorer = make_scorer(rule if rule in ("avg", "wu") else "none", alpha)
+    scoring = scoring_rule(rule, reward, ratio, alpha, bound)
     return CertifiedBeamSearch(
         beam, batch_size=batch, pad=PAD, bos=BOS, eos=EOS, unk=UNK, start=BOS, n_best=n_best,
         global_scorer=scorer, min_length=0, max_length=max_length, return_attention=False,
@@ -56,12 +66,12 @@ def cases(draw, rules=tuple(RULES)):
     )
 
 
-def decode(case, stop, examples=None, n_best=None):
+def decode(case, stop, examples=None, n_best=None, bound="exact"):
     examples = list(range(case["batch"])) if examples is None else examples
     src_lens = [case["src_lens"][e] for e in examples]
     model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
     strategy = build(case["rule"], stop, case["beam"], len(examples), n_best or case["n_best"],
-                     case["max_length"], case["reward"], case["ratio"], case["alpha"])
+                     case["max_length"], case["reward"], case["ratio"], case["alpha"], bound)
     run_strategy(strategy, model, examples, src_lens)
     return strategy
 
@@ -116,7 +126,33 @@ def test_raw_log_prob_never_stops_later_than_default_and_agrees_on_the_1_best(ca
 
 
 @SETTINGS
-@given(cases(), st.sampled_from(["default", "optimal", "exhaustive"]))
+@given(cases())
+def test_shrinking_beam_matches_a_plain_shrinking_beam(case):
+    strategy = decode(case, "shrinking")
+    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+    for b in range(case["batch"]):
+        completed, steps = reference_shrinking(model, b, case["beam"], case["max_length"])
+        target = case["ratio"] * case["src_lens"][b]
+
+        def score(h):
+            return reference_score(case["rule"], h[0], h[2], h[3], alpha=case["alpha"],
+                                   reward=case["reward"], target=target)
+
+        best = best_of(completed, score)
+        assert math.isclose(strategy.scores[b][0], score(best), rel_tol=1e-4, abs_tol=1e-4)
+        assert strategy.search_stats[b]["steps"] == steps
+        assert strategy.search_stats[b]["completed"] == len(completed)
+
+
+@SETTINGS
+@given(cases(rules=("avg", "wu", "bp")))
+def test_predicted_bound_is_reported_as_a_heuristic(case):
+    strategy = decode(case, "optimal", bound="predicted")
+    assert "certificate" not in {s["stop_reason"] for s in strategy.search_stats}
+
+
+@SETTINGS
+@given(cases(), st.sampled_from(["default", "optimal", "exhaustive", "shrinking"]))
 def test_each_example_alone_or_in_a_mixed_batch_gives_the_same_output(case, stop):
     together = decode(case, stop)
     for b in range(case["batch"]):
@@ -153,3 +189,33 @@ def test_bounded_reward_reaches_longer_outputs_than_raw_log_prob():
     for s in long.search_stats:
         assert s["target_length"] == pytest.approx(6.0)
         assert s["score"] == pytest.approx(s["log_prob"] + 3.0 * min(6.0, s["length"]), rel=1e-5)
+
+
+class TableModel:
+    """A hand-written model: next-token probabilities per prefix (tokens 4='a', 5='b')."""
+
+    vocab_size = 6
+    TABLE = {
+        (): {4: 0.6, EOS: 0.3, 5: 0.1},
+        (4,): {EOS: 0.4, 5: 0.35, 4: 0.25},
+    }
+
+    def log_probs(self, example, prefix):
+        probs = torch.full((self.vocab_size,), 1e-9)
+        for tok, p in self.TABLE.get(prefix, {EOS: 0.9, 4: 0.1}).items():
+            probs[tok] = p
+        return torch.log(probs / probs.sum())
+
+
+@pytest.mark.parametrize("rule,expected", [("none", []), ("avg", [4])])
+def test_shrinking_beam_on_a_hand_built_case(rule, expected):
+    # step 1: beam [a (.6), EOS (.3)]: "" completes (log .3), width 2 -> 1
+    # step 2: only the top child of "a" is in the beam: "a EOS" (log .6*.4) completes, width 1 -> 0: stop.
+    # raw log p prefers "" (-1.20 > -1.43); avg prefers "a" (-1.43/3 > -1.20/2)
+    strategy = build(rule, "shrinking", 2, 1, 1, 10)
+    run_strategy(strategy, TableModel(), [0], [3])
+    assert strategy.predictions[0][0].tolist() == expected + [EOS]
+    assert strategy.search_stats[0]["steps"] == 2
+    assert strategy.search_stats[0]["completed"] == 2
+    assert strategy.search_stats[0]["log_prob"] == pytest.approx(math.log(0.3) if rule == "none"
+                                                                 else math.log(0.6 * 0.4), rel=1e-5)

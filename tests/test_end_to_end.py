@@ -151,6 +151,45 @@ def test_with_score_works_where_stock_crashes(model, src, tmp_path):
     assert len(lines) == 40 and all(len(line.split("\t")) == 2 for line in lines)
 
 
+# every scoring rule: exact ones must agree with the exhaustive run of the same beam
+EXACT_RULES = [
+    ["-length_penalty", "none"],
+    ["-length_penalty", "avg"],
+    ["-length_penalty", "wu", "-alpha", "0.6"],
+    ["-length_penalty", "none", "-length_reward", "0.8", "-length_ratio", "1.5"],
+    ["-length_penalty", "none", "-length_reward", "0.3"],
+    ["-length_penalty", "none", "-bp_norm", "-length_ratio", "1.5"],
+]
+
+
+@pytest.mark.parametrize("rule", EXACT_RULES, ids=" ".join)
+def test_every_exact_rule_equals_the_exhaustive_beam(model, src, tmp_path, rule):
+    common = [*rule, "-beam_size", "4", "-with_score", "-max_length_ratio", "0", "-max_length", "30"]
+    translate(model, src, tmp_path / "opt", *common, "-stopping", "optimal", "-stats_file", str(tmp_path / "o"))
+    translate(model, src, tmp_path / "exh", *common, "-stopping", "exhaustive", "-stats_file", str(tmp_path / "e"))
+    assert (tmp_path / "opt").read_text() == (tmp_path / "exh").read_text()
+    opt, exh = read_stats(tmp_path / "o"), read_stats(tmp_path / "e")
+    assert all(o["steps"] <= e["steps"] for o, e in zip(opt, exh))
+
+
+@pytest.mark.parametrize("rule", [["-length_penalty", "avg"], ["-length_penalty", "none", "-length_reward", "0.5"]],
+                         ids=" ".join)
+def test_shrinking_beam_differs_from_default_and_reports_its_stops(model, src, tmp_path, rule):
+    translate(model, src, tmp_path / "shr", *rule, "-beam_size", "5", "-stopping", "shrinking",
+              "-stats_file", str(tmp_path / "s"))
+    translate(model, src, tmp_path / "def", *rule, "-beam_size", "5")
+    shrunk = (tmp_path / "shr").read_text().splitlines()
+    assert len(shrunk) == 40 and all(line.strip() for line in shrunk)
+    assert {r["stop_reason"] for r in read_stats(tmp_path / "s")} <= {"all_finished", "max_length"}
+
+
+def test_predicted_bound_stops_are_labelled(model, src, tmp_path):
+    translate(model, src, tmp_path / "out", "-length_penalty", "avg", "-stopping", "optimal", "-bound",
+              "predicted", "-length_ratio", "1.5", "-stats_file", str(tmp_path / "s"))
+    reasons = {r["stop_reason"] for r in read_stats(tmp_path / "s")}
+    assert "certificate" not in reasons and "predicted_bound" in reasons
+
+
 # ---------------------------------------------------------------- bad input
 def test_empty_lines_are_answered_in_place(model, src, tmp_path):
     real = src.read_text().splitlines()[:5]
@@ -195,7 +234,12 @@ BAD_FLAGS = [
     (["-length_reward", "-1", "-length_ratio", "1.2"], "-length_reward"),
     (["-length_reward", "1", "-length_ratio", "0", "-length_penalty", "none"], "-length_ratio"),
     (["-length_reward", "1", "-length_ratio", "-2", "-length_penalty", "none"], "-length_ratio"),
-    (["-length_reward", "1", "-length_penalty", "none"], "-length_ratio"),
+    (["-bp_norm"], "-length_penalty none"),
+    (["-bp_norm", "-length_penalty", "none"], "-length_ratio"),
+    (["-stopping", "optimal", "-bound", "predicted", "-length_penalty", "none"], "normalized"),
+    (["-stopping", "optimal", "-bound", "predicted", "-length_penalty", "avg"], "-length_ratio"),
+    (["-stopping", "optimal", "-bound", "loose"], "-bound"),
+    (["-stopping", "optimal", "-ratio", "0.5"], "-ratio"),
     (["-stopping", "sometimes"], "-stopping"),
     (["-length_reward", "1", "-length_ratio", "1.2"], "-length_penalty none"),
     (["-stopping", "optimal", "-coverage_penalty", "wu", "-beta", "0.2"], "coverage"),
