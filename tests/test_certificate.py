@@ -219,3 +219,27 @@ def test_shrinking_beam_on_a_hand_built_case(rule, expected):
     assert strategy.search_stats[0]["completed"] == 2
     assert strategy.search_stats[0]["log_prob"] == pytest.approx(math.log(0.3) if rule == "none"
                                                                  else math.log(0.6 * 0.4), rel=1e-5)
+
+
+@SETTINGS
+@given(cases(rules=("none",)), st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.3, 3.0]), min_size=1, max_size=4))
+def test_many_rules_in_one_decode_answer_as_separate_decodes(case, rewards):
+    """The sweep's premise: rules that share the beam can be evaluated from a single decode."""
+    grid = [("none", "default", 0.0), ("none", "optimal", 0.0), ("bp", "optimal", 0.0),
+            ("wreward", "optimal", 0.7)] + [("reward", "optimal", r) for r in rewards]
+    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+    examples = list(range(case["batch"]))
+    rules = [(scoring_rule(rule, reward, case["ratio"], case["alpha"]), STOPPING_RULES[stop]())
+             for rule, stop, reward in grid]
+    joint = CertifiedBeamSearch(
+        case["beam"], batch_size=case["batch"], pad=PAD, bos=BOS, eos=EOS, unk=UNK, start=BOS, n_best=1,
+        global_scorer=make_scorer("none"), min_length=0, max_length=case["max_length"], return_attention=False,
+        block_ngram_repeat=0, exclusion_tokens=set(), stepwise_penalty=False, ratio=0.0, ban_unk_token=False,
+        rules=rules)
+    run_strategy(joint, model, examples, case["src_lens"])
+    for r, (rule, stop, reward) in enumerate(grid):
+        alone = decode(dict(case, rule=rule, reward=reward, n_best=1), stop)
+        for b in examples:
+            got = joint.rule_results[b][r]
+            want = dict(alone.search_stats[b], tokens=[t for t in alone.predictions[b][0].tolist() if t != EOS])
+            assert got == want, (rule, stop, reward)

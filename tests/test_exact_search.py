@@ -1,0 +1,304 @@
+"""The exact-search oracle (``onmt_optimal.exact_search``).
+
+Synthetic part: on ``SyntheticModel`` with a tiny vocabulary and ``T <= 5`` the oracle's score equals the
+maximum over a brute-force enumeration of *every* hypothesis of length <= T (computed here, level by level,
+with the same float32 arithmetic), for every exact scoring rule; it is never below its seed (the beam's
+answer); budgets report themselves. End to end: a tiny model trained with the real ``onmt_train``; the
+OpenNMT adapter's log-probabilities agree with ``onmt_translate``'s greedy scores and with teacher-forced
+decoding, and the oracle is never below ``onmt_translate``'s beam.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import synthetic as syn
+import toy
+from onmt_optimal.exact_search import (STOP_NODE_BUDGET, STOP_OPTIMAL, STOP_TIME_BUDGET, OpenNMTScorer,
+                                       exact_search, load_model, rescore)
+from onmt_optimal.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
+
+EOS = syn.EOS
+RULES = ["none", "avg", "wu", "reward", "wreward", "bp"]
+
+
+class SyntheticScorer:
+    """The ``Scorer`` interface over ``SyntheticModel``: a state is the prefix itself."""
+
+    def __init__(self, model: syn.SyntheticModel, example: int):
+        self.model, self.example, self.calls = model, example, 0
+
+    def initial(self):
+        return ()
+
+    def log_probs(self, state):
+        self.calls += 1
+        return self.model.log_probs(self.example, state)
+
+    def extend(self, state, token):
+        assert token != EOS
+        return state + (token,)
+
+
+def make_rule(name, alpha=1.0, reward=0.0, ratio=1.0):
+    if name in ("none", "avg", "wu"):
+        return StockScore(syn.make_scorer(name, alpha))
+    if name == "reward":
+        return BoundedWordReward(reward, ratio)
+    if name == "wreward":
+        return WordReward(reward)
+    return BPNorm(ratio, "exact")
+
+
+def brute_force(model, example, T, rule, src_len):
+    """Every complete hypothesis of length <= T: ``(best score, all argmax tokens, number of hypotheses)``.
+
+    Level ``k`` holds every live prefix of ``k`` tokens; its children's cumulative log-probabilities are
+    ``prev + token_logp`` in float32 (as the beam adds); the EOS child completes (``|y| = k``), and at
+    ``k + 1 == T`` every child completes (cut: ``|y| = T``).
+    """
+    V = model.vocab_size
+    prefixes, cum = [()], torch.zeros(1, dtype=torch.float32)
+    best, argmax, count = -math.inf, [], 0
+    for k in range(T):
+        lp = torch.stack([model.log_probs(example, p) for p in prefixes])  # (N, V)
+        child = cum.unsqueeze(1) + lp  # (N, V) float32
+        step = k + 1
+        out_len = torch.full((len(prefixes), V), step, dtype=torch.long)
+        out_len[:, EOS] = step - 1
+        view = StepView(log_prob=child.reshape(1, -1), out_len=out_len.reshape(1, -1),
+                        src_len=torch.tensor([float(src_len)]), step=step, max_length=T)
+        final = rule.final(view).view(len(prefixes), V)
+        complete = torch.zeros(V, dtype=torch.bool)
+        complete[EOS] = True
+        if step == T:
+            complete[:] = True
+        for i, prefix in enumerate(prefixes):
+            for tok in complete.nonzero().view(-1).tolist():
+                count += 1
+                score = float(final[i, tok])
+                hyp = list(prefix) + ([] if tok == EOS else [tok])
+                if score > best:
+                    best, argmax = score, [hyp]
+                elif score == best:
+                    argmax.append(hyp)
+        if step == T:
+            break
+        live = [(i, tok) for i in range(len(prefixes)) for tok in range(V) if tok != EOS]
+        cum = torch.stack([child[i, tok] for i, tok in live])
+        prefixes = [prefixes[i] + (tok,) for i, tok in live]
+    return best, argmax, count
+
+
+def beam_answer(model, example, beam, T, rule_name, src_len, **kw):
+    """The reference beam's best completed hypothesis under the rule (tokens incl. EOS, score in float64)."""
+    completed = syn.reference_beam(model, example, beam, T)
+
+    def key(h):
+        return syn.reference_score(rule_name, h[0], h[2], h[3], target=kw["ratio"] * src_len, **{
+            k: v for k, v in kw.items() if k in ("alpha", "reward")})
+
+    best = syn.best_of(completed, key)
+    return list(best[1]), key(best)
+
+
+# ------------------------------------------------------------------------------------------ synthetic
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    vocab=st.integers(5, 7),
+    T=st.integers(1, 5),
+    seed=st.integers(0, 10_000),
+    eos_bias=st.floats(-2.0, 2.0),
+    sharpness=st.floats(0.5, 3.0),
+    rule_name=st.sampled_from(RULES),
+    alpha=st.floats(0.2, 1.5),
+    reward=st.floats(0.0, 2.0),
+    ratio=st.floats(0.3, 2.5),
+    src_len=st.integers(1, 6),
+    beam=st.integers(1, 3),
+)
+def test_oracle_equals_brute_force_and_beats_its_seed(vocab, T, seed, eos_bias, sharpness, rule_name, alpha,
+                                                      reward, ratio, src_len, beam):
+    model = syn.SyntheticModel(vocab, seed, eos_bias=eos_bias, sharpness=sharpness)
+    rule = make_rule(rule_name, alpha, reward, ratio)
+    best, argmax, count = brute_force(model, 0, T, rule, src_len)
+    assert count == sum((vocab - 1) ** k for k in range(T)) + (vocab - 1) ** T
+
+    res = exact_search(SyntheticScorer(model, 0), rule, src_len=src_len, max_length=T, eos=EOS)
+    assert res.stop_reason == STOP_OPTIMAL and res.optimal
+    assert res.score == best  # bit-identical: the same float32 operations
+    assert res.tokens in argmax
+    assert res.length == len(res.tokens) and (res.ended_with_eos or res.length == T)
+    assert res.empty == (res.tokens == [] and res.ended_with_eos)
+    full = res.tokens + ([EOS] if res.ended_with_eos else [])
+    assert rescore(SyntheticScorer(model, 0), rule, full, src_len=src_len, max_length=T, eos=EOS)[:2] == (
+        res.score, res.log_prob)
+    assert syn.reference_score(rule_name, res.log_prob, res.length, len(full), alpha=alpha, reward=reward,
+                               target=ratio * src_len) == pytest.approx(res.score, rel=1e-5, abs=1e-5)
+
+    # seeded with the beam's answer: same optimum, never below the seed
+    tokens, beam_score = beam_answer(model, 0, beam, T, rule_name, src_len, alpha=alpha, reward=reward,
+                                     ratio=ratio)
+    seeded = exact_search(SyntheticScorer(model, 0), rule, src_len=src_len, max_length=T, eos=EOS, seed=tokens)
+    assert seeded.optimal and seeded.score == best
+    assert seeded.score >= seeded.seed_score
+    assert seeded.seed_score == pytest.approx(beam_score, rel=1e-5, abs=1e-4)
+    assert seeded.improved == (best > seeded.seed_score)
+    if not seeded.improved:  # ties keep the incumbent
+        assert seeded.tokens + ([EOS] if seeded.ended_with_eos else []) == tokens
+
+
+def test_oracle_finds_search_errors_of_greedy_search():
+    """Not a trivial oracle: greedy search (beam 1) misses the optimum somewhere, and the oracle says so."""
+    model = syn.SyntheticModel(6, 7, sharpness=1.0)
+    rule = make_rule("none")
+    improved = 0
+    for example in range(30):
+        tokens, _ = beam_answer(model, example, 1, 4, "none", 1, ratio=1.0)
+        res = exact_search(SyntheticScorer(model, example), rule, src_len=1, max_length=4, eos=EOS, seed=tokens)
+        assert res.optimal and res.score >= res.seed_score
+        improved += res.improved
+    assert improved > 0
+
+
+def test_budgets_report_their_stop_reason():
+    model = syn.SyntheticModel(7, 3, sharpness=0.5)
+    rule = WordReward(2.0)  # a loose bound: the search must look at many prefixes
+    full = exact_search(SyntheticScorer(model, 0), rule, src_len=3, max_length=5, eos=EOS)
+    assert full.optimal and full.nodes > 10
+
+    cut = exact_search(SyntheticScorer(model, 0), rule, src_len=3, max_length=5, eos=EOS, max_nodes=5)
+    assert cut.stop_reason == STOP_NODE_BUDGET and not cut.optimal and cut.nodes == 5
+    assert cut.score <= full.score and cut.tokens is not None
+
+    tokens, _ = beam_answer(model, 0, 2, 5, "wreward", 3, reward=2.0, ratio=1.0)
+    timed = exact_search(SyntheticScorer(model, 0), rule, src_len=3, max_length=5, eos=EOS, seed=tokens,
+                         max_seconds=0.0)
+    assert timed.stop_reason == STOP_TIME_BUDGET and timed.nodes == 0
+    assert timed.score == timed.seed_score and timed.tokens + [EOS] == tokens[: len(timed.tokens) + 1]
+
+    nothing = exact_search(SyntheticScorer(model, 0), rule, src_len=3, max_length=5, eos=EOS, max_seconds=0.0)
+    assert nothing.tokens is None and nothing.score == -math.inf and not nothing.empty
+
+
+def test_bad_seeds_and_heuristic_bounds_are_refused():
+    model = syn.SyntheticModel(6, 1)
+    scorer = SyntheticScorer(model, 0)
+    rule = make_rule("none")
+    for seed in ([4, EOS, 4], [4, 5], [4, 4, 4, 4, EOS]):  # EOS inside; too short without EOS; too long
+        with pytest.raises(ValueError):
+            exact_search(scorer, rule, src_len=2, max_length=4, eos=EOS, seed=seed)
+    with pytest.raises(ValueError, match="admissible"):
+        exact_search(scorer, BPNorm(1.0, "predicted"), src_len=2, max_length=4, eos=EOS)
+    cut = exact_search(scorer, rule, src_len=2, max_length=2, eos=EOS, seed=[4, 5])  # cut at T: a valid seed
+    assert cut.seed_score is not None and cut.score >= cut.seed_score
+
+
+# ------------------------------------------------------------------------------------------ end to end
+BIN = Path(sys.executable).parent
+ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+T = 30
+
+
+@pytest.fixture(scope="session")
+def oracle_model(tmp_path_factory) -> Path:
+    return toy.train_toy_model(tmp_path_factory.mktemp("oracle_toy"), steps=300)
+
+
+@pytest.fixture(scope="session")
+def short_src(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("oracle_data")
+    toy.write_corpus(d / "short", 5, seed=11, min_len=2, max_len=6)
+    return d / "short.src"
+
+
+@pytest.fixture(scope="session")
+def loaded(oracle_model):
+    vocabs, model, _ = load_model(oracle_model)
+    return vocabs, model
+
+
+def onmt_translate(model, src, out, *args):
+    proc = subprocess.run([str(BIN / "onmt_translate"), "-model", str(model), "-src", str(src), "-output",
+                           str(out), "-max_length", str(T), "-max_length_ratio", "0", "-with_score", *args],
+                          env=ENV, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [(text.split(), float(score)) for text, score in
+            (line.rsplit("\t", 1) for line in Path(out).read_text().splitlines())]
+
+
+def test_adapter_log_probs_match_greedy_onmt_translate(oracle_model, short_src, loaded, tmp_path):
+    vocabs, model = loaded
+    greedy = onmt_translate(oracle_model, short_src, tmp_path / "greedy", "-beam_size", "1", "-length_penalty",
+                            "none")
+    rule = StockScore(syn.make_scorer("none"))
+    for src_line, (tokens, score) in zip(short_src.read_text().splitlines(), greedy):
+        scorer = OpenNMTScorer(model, vocabs, src_line.split())
+        ids = scorer.token_ids(tokens) + [scorer.eos]
+        total, log_prob, length, ended = rescore(scorer, rule, ids, src_len=scorer.src_len, max_length=T,
+                                                 eos=scorer.eos)
+        assert ended and length == len(tokens) and total == log_prob
+        assert log_prob == pytest.approx(score, abs=1e-4)
+        # the greedy path is the adapter's argmax at every step
+        state = scorer.initial()
+        for i, tok in enumerate(ids):
+            assert int(torch.argmax(scorer.log_probs(state))) == tok
+            if i + 1 < len(ids):
+                state = scorer.extend(state, tok)
+        # and the per-token log-probs agree with teacher-forced decoding of the whole sequence at once
+        with torch.no_grad():
+            enc_out, enc_final, src_len = model.encoder(scorer.src, scorer._src_len_t)
+            model.decoder.init_state(scorer.src, enc_out, enc_final)
+            tgt_in = torch.tensor([scorer.start] + ids[:-1]).view(1, -1, 1)
+            dec_out, _ = model.decoder(tgt_in, enc_out, src_len=scorer._src_len_t)
+            forced = torch.log_softmax(model.generator(dec_out), -1)[0]
+        state = scorer.initial()
+        for i, tok in enumerate(ids):
+            assert torch.allclose(scorer.log_probs(state), forced[i], atol=1e-5)
+            if i + 1 < len(ids):
+                state = scorer.extend(state, tok)
+
+
+@pytest.mark.parametrize("flags", [[], ["-length_reward", "1.0", "-length_ratio", "1.5"]],
+                         ids=["logprob", "bounded_reward"])
+def test_oracle_is_never_below_onmt_translate_beam(oracle_model, short_src, loaded, tmp_path, flags):
+    vocabs, model = loaded
+    stats = tmp_path / "stats.jsonl"
+    beam = onmt_translate(oracle_model, short_src, tmp_path / "beam", "-beam_size", "5", "-length_penalty", "none",
+                          "-stopping", "optimal", "-stats_file", str(stats), *flags)
+    records = [json.loads(line) for line in stats.read_text().splitlines()]
+    rule = StockScore(syn.make_scorer("none")) if not flags else BoundedWordReward(1.0, 1.5)
+    for src_line, (tokens, score), record in zip(short_src.read_text().splitlines(), beam, records):
+        scorer = OpenNMTScorer(model, vocabs, src_line.split())
+        assert scorer.src_len == record["src_length"]
+        seed = scorer.token_ids(tokens) + [scorer.eos]
+        res = exact_search(scorer, rule, src_len=scorer.src_len, max_length=T, eos=scorer.eos, seed=seed,
+                           max_nodes=20_000)
+        assert res.seed_score == pytest.approx(score, abs=1e-4)
+        assert res.score >= res.seed_score
+        assert res.stop_reason == STOP_OPTIMAL
+
+
+def test_search_errors_script(oracle_model, short_src, tmp_path):
+    out = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, str(Path(__file__).parent.parent / "scripts" / "search_errors.py"),
+                           "--model", str(oracle_model), "--src", str(short_src), "--beam_size", "2",
+                           "--max_length", str(T), "--max_src_tokens", "5", "--json", str(out)],
+                          env=ENV, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    summary, records = report["summary"], report["sentences"]
+    n_short = sum(1 <= len(line.split()) <= 5 for line in short_src.read_text().splitlines())
+    assert summary["sentences"] == len(records) == n_short
+    assert summary["beam_optimal"] + summary["search_errors"] + summary["unknown"] == n_short
+    assert all(r["oracle_score"] >= r["seed_score"] for r in records)
+    assert "beam = proved global optimum" in proc.stdout
