@@ -14,7 +14,8 @@ beam never shrinks) and replaces what happens around it:
 One rule is the ordinary case (``onmt_translate``). Several rules share one beam when none of them changes
 the beam, which is every rule but the shrinking beam: the beam's contents do not depend on where a rule
 stops or what it returns. Decoding once then answers for all of them, exactly as separate runs would (this
-is what the r x b sweep uses). A shrinking beam is a beam of its own and runs alone.
+is what the r x b sweep uses). A shrinking beam is a beam of its own, but one shared by every shrinking
+rule: it shrinks by one slot per completed hypothesis whatever the score.
 
 Everything is batched tensor code; the only host synchronisations per step are OpenNMT-py's own in
 ``advance`` and one boolean telling the decode loop whether an example is done.
@@ -46,18 +47,19 @@ class CertifiedBeamSearch(BeamSearch):
     """``onmt.translate.BeamSearch`` with pluggable scoring and stopping rules.
 
     Pass ``scoring=`` and ``stopping=`` for one rule, or ``rules=[(scoring, stopping), ...]`` for several
-    rules sharing the beam (the first one answers to OpenNMT-py). After decoding, ``search_stats[b]`` holds the
+    rules sharing the beam (the first one answers to OpenNMT-py; all shrinking or none). After decoding, ``search_stats[b]`` holds the
     first rule's statistics for example ``b`` (``steps``, ``stop_reason``, ``score``, ``log_prob``, ``length``,
-    ``target_length``, ``src_length``, ``completed``) and, with several rules, ``rule_results[b][r]`` holds the
-    same for rule ``r`` plus its 1-best ``tokens`` (target ids, EOS excluded).
+    ``target_length``, ``src_length``, ``completed``) and ``rule_results[b][r]`` holds the same for rule ``r``
+    plus its 1-best ``tokens`` (target ids, EOS excluded).
     """
 
     def __init__(self, *args, scoring: ScoringRule | None = None, stopping: StoppingRule | None = None,
                  rules: list | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.rules = list(rules) if rules else [(scoring, stopping)]
-        if len(self.rules) > 1 and any(stop.shrinks for _, stop in self.rules):
-            raise ValueError("a shrinking beam is a beam of its own: it cannot share a decode with other rules")
+        if len({stop.shrinks for _, stop in self.rules}) > 1:
+            raise ValueError("a shrinking beam is a beam of its own: it can share a decode only with other "
+                             "shrinking rules (their beams shrink alike, whatever they score)")
         self.scoring, self.stopping = self.rules[0]
         self._shrinks = self.stopping.shrinks
         self._exact_log_prob = any(stop.certified for _, stop in self.rules)
@@ -282,9 +284,7 @@ class CertifiedBeamSearch(BeamSearch):
                             self.attention[b].append(self._kept_attn[row, 0, k, :n, : src_len[j]])
                         else:
                             self.attention[b].append([])
-                if len(self.rules) > 1:
-                    tokens = self._kept_seq[row, r, best, : steps_of[j][r][best]].tolist()
-                    results[-1]["tokens"] = tokens[:-1] if tokens and tokens[-1] == self.eos else tokens
-            self.search_stats[b] = results[0]
-            if len(self.rules) > 1:
-                self.rule_results[b] = results
+                tokens = self._kept_seq[row, r, best, : steps_of[j][r][best]].tolist()
+                results[-1]["tokens"] = tokens[:-1] if tokens and tokens[-1] == self.eos else tokens
+            self.search_stats[b] = {k: v for k, v in results[0].items() if k != "tokens"}
+            self.rule_results[b] = results

@@ -171,7 +171,6 @@ def rescore(scorer: Scorer, rule: ScoringRule, tokens: Sequence[int], *, src_len
     if len(tokens) > max_length or (not ended and len(tokens) != max_length):
         raise ValueError(f"not a complete hypothesis under max_length {max_length}: {len(tokens)} tokens, "
                          f"{'with' if ended else 'without'} EOS")
-    probe = _Views(1, 0, src_len, max_length)
     state = scorer.initial()
     cum = torch.zeros((), dtype=torch.float32)
     for i, tok in enumerate(tokens):
@@ -180,7 +179,8 @@ def rescore(scorer: Scorer, rule: ScoringRule, tokens: Sequence[int], *, src_len
             state = scorer.extend(state, tok)
     t = len(tokens)
     length = t - 1 if ended else t
-    view = StepView(log_prob=cum.view(1, 1), out_len=torch.tensor([[length]]), src_len=probe.src_len, step=t,
+    view = StepView(log_prob=cum.view(1, 1), out_len=torch.tensor([[length]]),
+                    src_len=torch.tensor([float(src_len)], dtype=torch.float32), step=t,
                     max_length=max_length)
     return float(rule.final(view)[0, 0]), float(cum), length, ended
 

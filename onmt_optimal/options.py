@@ -90,12 +90,23 @@ def add_options(parser) -> None:
 
 @dataclass
 class SearchConfig:
-    """What to run: ``scoring``/``stopping`` rules, or stock OpenNMT-py search when ``stock`` is True."""
+    """What to run: (scoring, stopping) rules sharing one beam, or stock OpenNMT-py search when ``stock``.
+
+    The first rule answers on the output; the others (the sweep's) only in ``rule_results``."""
 
     stock: bool
-    scoring: ScoringRule | None
-    stopping: StoppingRule | None
-    stats_file: str | None
+    rules: list
+    stats_file: str | None = None
+    #: keep every rule's per-line answer (``CertifiedTranslator._rule_results``), for the tools
+    collect: bool = False
+
+    @property
+    def scoring(self) -> ScoringRule | None:
+        return self.rules[0][0] if self.rules else None
+
+    @property
+    def stopping(self) -> StoppingRule | None:
+        return self.rules[0][1] if self.rules else None
 
     @classmethod
     def from_opt(cls, opt, global_scorer) -> "SearchConfig":
@@ -105,9 +116,9 @@ class SearchConfig:
         bp_norm = getattr(opt, "bp_norm", False)
         stats_file = getattr(opt, "stats_file", None)
         if stopping_name == "default" and reward == 0 and not bp_norm and not stats_file:
-            return cls(stock=True, scoring=None, stopping=None, stats_file=None)
-        return cls(stock=False, scoring=scoring_rule(opt, global_scorer),
-                   stopping=STOPPING_RULES[stopping_name](), stats_file=stats_file)
+            return cls(stock=True, rules=[])
+        rule = (scoring_rule(opt, global_scorer), STOPPING_RULES[stopping_name]())
+        return cls(stock=False, rules=[rule], stats_file=stats_file)
 
 
 def scoring_rule(opt, global_scorer) -> ScoringRule:

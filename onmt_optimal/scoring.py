@@ -103,8 +103,11 @@ class StockScore(_Targeted):
     A coverage penalty can raise a score as a hypothesis grows, so no bound exists for it.
     """
 
-    def __init__(self, global_scorer, bound: str = "exact", ratio: float | None = None):
+    def __init__(self, global_scorer, bound: str = "exact", ratio: float | None = None, own: bool = True):
+        """``own``: this is the scorer the decode itself runs with, so OpenNMT-py's ``stock_score`` is this
+        rule's score (coverage penalty included). A rule evaluated on another decode's beam sets it False."""
         _check_bound(bound, ratio)
+        self.own = own
         self.penalty = global_scorer.length_penalty
         self.alpha = global_scorer.alpha
         self.normalized = global_scorer.has_len_pen
@@ -123,7 +126,7 @@ class StockScore(_Targeted):
         return self.penalty(n, alpha=self.alpha)
 
     def final(self, view: StepView) -> torch.Tensor:
-        if view.stock_score is not None:
+        if self.own and view.stock_score is not None:
             return view.stock_score
         if not self.normalized:
             return view.log_prob

@@ -29,6 +29,7 @@ class CertifiedTranslator(Translator):
         translator = super().from_opt(model, vocabs, opt, model_opt, global_scorer=global_scorer, **kwargs)
         translator.search = SearchConfig.from_opt(opt, global_scorer)
         translator._stats = {}
+        translator._rule_results = {}
         return translator
 
     # ---------------------------------------------------------------- one batch
@@ -37,7 +38,7 @@ class CertifiedTranslator(Translator):
         sampling = self.sample_from_topk != 0 or self.sample_from_topp != 0
         if search is None or search.stock or sampling:
             results = super().translate_batch(batch, attn_debug)
-            stats = None
+            stats = rule_results = None
         else:
             strategy = CertifiedBeamSearch(
                 self.beam_size,
@@ -57,16 +58,18 @@ class CertifiedTranslator(Translator):
                 stepwise_penalty=self.stepwise_penalty,
                 ratio=self.ratio,
                 ban_unk_token=self.ban_unk_token,
-                scoring=search.scoring,
-                stopping=search.stopping,
+                rules=search.rules,
             )
             with torch.no_grad():
                 results = self._translate_batch_with_strategy(batch, strategy)
             stats = strategy.search_stats
-        self._answer_empty_lines(batch, results, stats)
-        if stats is not None and search.stats_file:
-            for i, record in enumerate(stats):
-                self._stats[_line_key(batch, i)] = record
+            rule_results = strategy.rule_results if search.collect else None
+        self._answer_empty_lines(batch, results, stats, rule_results)
+        for i in range(len(batch["srclen"])):
+            if stats is not None and search.stats_file:
+                self._stats[_line_key(batch, i)] = stats[i]
+            if rule_results is not None:
+                self._rule_results[_line_key(batch, i)] = rule_results[i]
         if self.with_score:  # stock hands out Python floats here and then calls .item() on them
             results["scores"] = [[torch.as_tensor(s) for s in scores] for scores in results["scores"]]
         return results
@@ -83,7 +86,7 @@ class CertifiedTranslator(Translator):
             return int(min(self.max_length, batch["src"].size(1) * self.max_length_ratio + 5))
         return self.max_length
 
-    def _answer_empty_lines(self, batch, results, stats) -> None:
+    def _answer_empty_lines(self, batch, results, stats, rule_results=None) -> None:
         """A placeholder stood in for each empty source line (see ``empty_lines``): answer it with nothing."""
         for i in range(len(batch["srclen"])):
             if not empty_lines.take(_line_key(batch, i)):
@@ -92,13 +95,17 @@ class CertifiedTranslator(Translator):
             results["predictions"][i] = [eos] * self.n_best
             results["scores"][i] = [0.0] * self.n_best
             results["attention"][i] = [[] for _ in range(self.n_best)]
+            empty = {"steps": 0, "stop_reason": "empty_source", "score": 0.0, "log_prob": 0.0, "length": 0,
+                     "target_length": 0.0, "src_length": 0, "completed": 0}
             if stats is not None:
-                stats[i] = {"steps": 0, "stop_reason": "empty_source", "score": 0.0, "log_prob": 0.0,
-                            "length": 0, "target_length": 0.0, "src_length": 0, "completed": 0}
+                stats[i] = dict(empty)
+            if rule_results is not None:
+                rule_results[i] = [dict(empty, tokens=[]) for _ in rule_results[i]]
 
     # ---------------------------------------------------------------- a whole input
     def _translate(self, infer_iter, transform=None, attn_debug=False, align_debug=False, phrase_table=""):
         self._stats = {}
+        self._rule_results = {}
         result = super()._translate(infer_iter, transform, attn_debug, align_debug, phrase_table)
         search = getattr(self, "search", None)
         if search is not None and search.stats_file:
@@ -107,6 +114,11 @@ class CertifiedTranslator(Translator):
                     record = dict(line=key[1] + 1, **self._stats[key])
                     out.write(json.dumps(record) + "\n")
         return result
+
+
+def ordered(records: dict) -> list:
+    """Per-line records (keyed by corpus id and line) in input order."""
+    return [records[key] for key in sorted(records, key=_line_order)]
 
 
 def _line_key(batch, i):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import synthetic as syn
@@ -126,6 +126,18 @@ def beam_answer(model, example, beam, T, rule_name, src_len, **kw):
     src_len=st.integers(1, 6),
     beam=st.integers(1, 3),
 )
+@example(vocab=7, T=5, seed=0, eos_bias=-1.0, sharpness=1.0, rule_name='none', alpha=0.7, reward=1.0, ratio=1.3,
+         src_len=3, beam=2)
+@example(vocab=7, T=5, seed=1, eos_bias=-1.0, sharpness=1.0, rule_name='avg', alpha=0.7, reward=1.0, ratio=1.3,
+         src_len=3, beam=2)
+@example(vocab=7, T=5, seed=2, eos_bias=-1.0, sharpness=1.0, rule_name='wu', alpha=0.7, reward=1.0, ratio=1.3,
+         src_len=3, beam=2)
+@example(vocab=7, T=5, seed=3, eos_bias=-1.0, sharpness=1.0, rule_name='reward', alpha=0.7, reward=1.0, ratio=1.3,
+         src_len=3, beam=2)
+@example(vocab=7, T=5, seed=4, eos_bias=-1.0, sharpness=1.0, rule_name='wreward', alpha=0.7, reward=1.0, ratio=1.3,
+         src_len=3, beam=2)
+@example(vocab=7, T=5, seed=5, eos_bias=-1.0, sharpness=1.0, rule_name='bp', alpha=0.7, reward=1.0, ratio=1.3,
+         src_len=3, beam=2)
 def test_oracle_equals_brute_force_and_beats_its_seed(vocab, T, seed, eos_bias, sharpness, rule_name, alpha,
                                                       reward, ratio, src_len, beam):
     model = syn.SyntheticModel(vocab, seed, eos_bias=eos_bias, sharpness=sharpness)
@@ -236,6 +248,23 @@ def onmt_translate(model, src, out, *args):
             (line.rsplit("\t", 1) for line in Path(out).read_text().splitlines())]
 
 
+def assert_matches_teacher_forcing(scorer, model, ids):
+    """The adapter's per-step log-probs along ``ids`` equal one teacher-forced decoder pass over all of them,
+    even with a sibling extended from every state first (snapshots must not share what the decoder writes)."""
+    with torch.no_grad():
+        enc_out, enc_final, _ = model.encoder(scorer.src, scorer._src_len_t)
+        model.decoder.init_state(scorer.src, enc_out, enc_final)
+        tgt_in = torch.tensor([scorer.start] + ids[:-1]).view(1, -1, 1)
+        dec_out, _ = model.decoder(tgt_in, enc_out, src_len=scorer._src_len_t)
+        forced = torch.log_softmax(model.generator(dec_out), -1)[0]
+    state = scorer.initial()
+    for i, tok in enumerate(ids):
+        assert torch.allclose(scorer.log_probs(state), forced[i], atol=1e-5), i
+        if i + 1 < len(ids):
+            scorer.extend(state, 4 if tok != 4 else 5)
+            state = scorer.extend(state, tok)
+
+
 def test_adapter_log_probs_match_greedy_onmt_translate(oracle_model, short_src, loaded, tmp_path):
     vocabs, model = loaded
     greedy = onmt_translate(oracle_model, short_src, tmp_path / "greedy", "-beam_size", "1", "-length_penalty",
@@ -254,18 +283,7 @@ def test_adapter_log_probs_match_greedy_onmt_translate(oracle_model, short_src, 
             assert int(torch.argmax(scorer.log_probs(state))) == tok
             if i + 1 < len(ids):
                 state = scorer.extend(state, tok)
-        # and the per-token log-probs agree with teacher-forced decoding of the whole sequence at once
-        with torch.no_grad():
-            enc_out, enc_final, src_len = model.encoder(scorer.src, scorer._src_len_t)
-            model.decoder.init_state(scorer.src, enc_out, enc_final)
-            tgt_in = torch.tensor([scorer.start] + ids[:-1]).view(1, -1, 1)
-            dec_out, _ = model.decoder(tgt_in, enc_out, src_len=scorer._src_len_t)
-            forced = torch.log_softmax(model.generator(dec_out), -1)[0]
-        state = scorer.initial()
-        for i, tok in enumerate(ids):
-            assert torch.allclose(scorer.log_probs(state), forced[i], atol=1e-5)
-            if i + 1 < len(ids):
-                state = scorer.extend(state, tok)
+        assert_matches_teacher_forcing(scorer, model, ids)
 
 
 @pytest.mark.parametrize("flags", [[], ["-length_reward", "1.0", "-length_ratio", "1.5"]],
@@ -302,3 +320,30 @@ def test_search_errors_script(oracle_model, short_src, tmp_path):
     assert summary["beam_optimal"] + summary["search_errors"] + summary["unknown"] == n_short
     assert all(r["oracle_score"] >= r["seed_score"] for r in records)
     assert "beam = proved global optimum" in proc.stdout
+
+
+TRANSFORMER = {"encoder_type: rnn": "encoder_type: transformer", "decoder_type: rnn": "decoder_type: transformer",
+               "rnn_type: LSTM\n": "", "global_attention: general\n": "",
+               "hidden_size: 64": "hidden_size: 32\nheads: 2\ntransformer_ff: 64\nposition_encoding: true"}
+
+
+def test_adapter_on_a_transformer_decoder(tmp_path):
+    """Smoke test of the transformer path (key/value caches snapshotted per node): a 2-step model."""
+    toy.write_corpus(tmp_path / "train", 200, seed=1)
+    toy.write_corpus(tmp_path / "valid", 10, seed=2)
+    config = toy.TRAIN_YAML.format(d=tmp_path, steps=2)
+    for old, new in TRANSFORMER.items():
+        assert old in config
+        config = config.replace(old, new)
+    (tmp_path / "train.yaml").write_text(config)
+    for cmd in (["onmt_build_vocab", "-config", str(tmp_path / "train.yaml"), "-n_sample", "-1"],
+                ["onmt_train", "-config", str(tmp_path / "train.yaml")]):
+        subprocess.run([str(BIN / cmd[0]), *cmd[1:]], check=True, env=ENV, capture_output=True)
+    vocabs, model, model_opt = load_model(tmp_path / "model_step_2.pt")
+    assert model_opt.decoder_type == "transformer"
+    scorer = OpenNMTScorer(model, vocabs, "a b i c d".split())
+    ids = [(7 * i) % (scorer.vocab_size - 4) + 4 for i in range(8)] + [scorer.eos]
+    assert_matches_teacher_forcing(scorer, model, ids)
+    res = exact_search(scorer, StockScore(syn.make_scorer("none")), src_len=scorer.src_len, max_length=6,
+                       eos=scorer.eos, max_nodes=2000)
+    assert res.tokens is not None and res.stop_reason in (STOP_OPTIMAL, STOP_NODE_BUDGET)

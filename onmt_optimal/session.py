@@ -1,0 +1,85 @@
+"""A loaded OpenNMT-py model and its transforms, for the tools that decode many times (sweep, ratio).
+
+``Session`` parses ordinary ``onmt_translate`` arguments (CLI flags or ``-config`` YAML), loads the model once
+through OpenNMT-py's own ``InferenceEnginePY`` and then decodes any source file with any set of rules sharing
+one beam, returning per-line results with detokenized text. It also exposes the model's transforms, so that
+lengths are counted in the tokens the model sees.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from onmt_optimal import patch
+from onmt_optimal.options import SearchConfig
+
+
+class Session:
+    def __init__(self, translate_args: list[str]):
+        patch.apply()
+        from onmt.inference_engine import InferenceEnginePY
+        from onmt.opts import translate_opts
+        from onmt.transforms import TransformPipe, make_transforms
+        from onmt.utils.parse import ArgumentParser
+
+        parser = ArgumentParser(description="onmt-optimal session")
+        translate_opts(parser)
+        args = list(translate_args)
+        if "-src" not in args and "--src" not in args:
+            args += ["-src", os.devnull]
+        if "-output" not in args and "--output" not in args:
+            args += ["-output", os.devnull]
+        opt = parser.parse_args(args)
+        ArgumentParser.validate_translate_opts(opt)
+        ArgumentParser._get_all_transform_translate(opt)
+        ArgumentParser._validate_transforms_opts(opt)
+        ArgumentParser.validate_translate_opts_dynamic(opt)
+        self.opt = opt
+        self.engine = InferenceEnginePY(opt)
+        self.translator = self.engine.translator
+        self.vocabs = self.engine.vocabs
+        transforms = make_transforms(opt, self.engine.transforms_cls, self.vocabs)
+        self.transforms = transforms
+        self.pipe = TransformPipe.build_from([transforms[name] for name in transforms]) if transforms else None
+
+    # ------------------------------------------------------------------ decoding
+    def decode(self, src: str | Path, beam_size: int, rules: list) -> list[list[dict]]:
+        """Decode ``src`` once with ``rules`` (sharing one beam): ``result[line][rule]`` is that rule's record
+        (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...)."""
+        from onmt_optimal.translator import ordered
+
+        translator = self.translator
+        translator.beam_size = beam_size
+        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True)
+        self.opt.src = str(src)
+        self.engine.opt.src = str(src)
+        with open(os.devnull, "w") as sink:
+            out_file, translator.out_file = translator.out_file, sink
+            try:
+                self.engine.infer_file()
+            finally:
+                translator.out_file = out_file
+        records = ordered(translator._rule_results)
+        ids_to_tokens = self.vocabs["tgt"].ids_to_tokens
+        texts = [" ".join(ids_to_tokens[i] for i in rule["tokens"]) for line in records for rule in line]
+        if self.pipe is not None:
+            texts = self.pipe.batch_apply_reverse(texts)
+        it = iter(texts)
+        for line in records:
+            for rule in line:
+                rule["text"] = next(it)
+        return records
+
+    # ------------------------------------------------------------------ lengths the model sees
+    def model_lengths(self, lines: list[str], side: str) -> list[int]:
+        """Token counts of raw ``lines`` after the model's transforms (e.g. SentencePiece pieces)."""
+        lengths = []
+        for line in lines:
+            tokens = line.strip().split()
+            if self.pipe is None or not tokens:
+                lengths.append(len(tokens))
+                continue
+            example = {"src": tokens, "tgt": tokens, "src_original": tokens, "tgt_original": tokens}
+            example = self.pipe.apply(example, is_train=False)
+            lengths.append(len(example[side]) if example is not None else 0)
+        return lengths

@@ -1,0 +1,107 @@
+"""The r x b sweep: one decode per beam size answers for every decoder that shares that beam.
+
+A decoder is a scoring rule and a stopping rule. The beam's contents depend only on the beam size and on
+whether completed hypotheses shrink it, never on where a rule stops or what it returns; so for each beam
+size b the sweep runs two decodes, one ordinary beam (OpenNMT-py's default rule, optimal stopping, optimal
+stopping with the bounded reward for every r) and one shrinking beam (shrinking + normalization, shrinking +
+per-word reward for every r), and reads every decoder's answer from them. Results match separate runs of
+``onmt_translate`` with the same flags (see ``tests/test_sweep.py``).
+"""
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass
+
+from onmt.translate.beam_search import GNMTGlobalScorer
+
+from onmt_optimal.evaluate import corpus_score
+from onmt_optimal.scoring import BoundedWordReward, StockScore, WordReward
+from onmt_optimal.stopping import STOPPING_RULES
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """A decoder of the paper's comparison. ``family`` names it in tables; ``reward`` is r where it has one."""
+
+    family: str
+    stopping: str
+    score: str  # logprob | avg | bounded_reward | word_reward
+    reward: float | None = None
+
+    @property
+    def shrinks(self) -> bool:
+        return STOPPING_RULES[self.stopping].shrinks
+
+    def rule(self, ratio: float):
+        if self.score == "logprob":
+            scoring = StockScore(GNMTGlobalScorer(0.0, 0.0, "none", "none"), own=False)
+        elif self.score == "avg":
+            scoring = StockScore(GNMTGlobalScorer(1.0, 0.0, "avg", "none"), own=False)
+        elif self.score == "bounded_reward":
+            scoring = BoundedWordReward(self.reward, ratio)
+        elif self.score == "word_reward":
+            scoring = WordReward(self.reward)
+        else:
+            raise ValueError(self.score)
+        return scoring, STOPPING_RULES[self.stopping]()
+
+    def label(self) -> str:
+        return self.family if self.reward is None else f"{self.family} r={self.reward:g}"
+
+
+def paper_decoders(rewards: list[float]) -> list[Decoder]:
+    """The paper's Section 5 comparison, with r over ``rewards`` where a decoder has a reward."""
+    positive = [r for r in rewards if r > 0]
+    return (
+        [Decoder("default", "default", "logprob"), Decoder("default_avg", "default", "avg"),
+         Decoder("optimal", "optimal", "logprob")]
+        + [Decoder("optimal_reward", "optimal", "bounded_reward", r) for r in positive]
+        + [Decoder("shrinking_norm", "shrinking", "avg")]
+        + [Decoder("shrinking_reward", "shrinking", "word_reward", r) for r in positive]
+    )
+
+
+def summarize(decoder: Decoder, beam: int, records: list[dict], refs: list[list[str]]) -> dict:
+    hyps = [r["text"] for r in records]
+    score = corpus_score(hyps, refs)
+    n = len(records)
+    return {
+        "family": decoder.family, "beam": beam, "reward": decoder.reward,
+        "bleu": round(score.bleu, 4), "length_ratio": round(score.length_ratio, 5),
+        "mean_log_prob": sum(r["log_prob"] for r in records) / n,
+        "mean_score": sum(r["score"] for r in records) / n,
+        "mean_steps": sum(r["steps"] for r in records) / n,
+        "mean_length": sum(r["length"] for r in records) / n,
+        "sentences": n,
+        "stop_reasons": dict(collections.Counter(r["stop_reason"] for r in records).most_common()),
+        "signature": score.signature,
+    }
+
+
+def decode_all(session, src, beam: int, decoders: list[Decoder], ratio: float) -> dict:
+    """Decode ``src`` at beam size ``beam`` for every decoder, grouping decoders that share a beam.
+
+    Returns ``{decoder: [record per line]}``."""
+    out = {}
+    for shrinking in (False, True):
+        group = [d for d in decoders if d.shrinks == shrinking]
+        if not group:
+            continue
+        lines = session.decode(src, beam, [d.rule(ratio) for d in group])
+        for k, decoder in enumerate(group):
+            out[decoder] = [line[k] for line in lines]
+    return out
+
+
+def run_sweep(session, src, refs: list[list[str]], beams: list[int], decoders: list[Decoder], ratio: float,
+              progress: bool = True) -> dict:
+    """Every decoder at every beam size; rows of BLEU, length ratio, mean model score and mean steps."""
+    from tqdm import tqdm
+
+    rows, start = [], time.time()
+    for beam in tqdm(beams, desc="beam sizes", disable=not progress):
+        for decoder, records in decode_all(session, src, beam, decoders, ratio).items():
+            rows.append(summarize(decoder, beam, records, refs))
+    return {"rows": rows, "seconds": time.time() - start,
+            "decodes": len(beams) * len({d.shrinks for d in decoders})}

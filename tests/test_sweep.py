@@ -1,0 +1,57 @@
+"""The sweep's single decode per beam answers exactly as separate onmt_translate runs with the same flags."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from onmt_optimal.session import Session
+from onmt_optimal.sweep import Decoder, decode_all
+
+BIN = Path(sys.executable).parent
+
+CASES = [
+    (Decoder("default", "default", "logprob"), ["-stopping", "default", "-length_penalty", "none"]),
+    (Decoder("default_avg", "default", "avg"), ["-stopping", "default", "-length_penalty", "avg"]),
+    (Decoder("optimal", "optimal", "logprob"), ["-stopping", "optimal", "-length_penalty", "none"]),
+    (Decoder("optimal_reward", "optimal", "bounded_reward", 1.2),
+     ["-stopping", "optimal", "-length_penalty", "none", "-length_reward", "1.2", "-length_ratio", "1.5"]),
+    (Decoder("shrinking_norm", "shrinking", "avg"), ["-stopping", "shrinking", "-length_penalty", "avg"]),
+    (Decoder("shrinking_reward", "shrinking", "word_reward", 0.5),
+     ["-stopping", "shrinking", "-length_penalty", "none", "-length_reward", "0.5"]),
+]
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    import toy
+
+    d = tmp_path_factory.mktemp("sweep")
+    model = toy.train_toy_model(d / "model", steps=300)
+    toy.write_corpus(d / "dev", 30, seed=5, max_len=12)
+    return model, d
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_one_decode_per_beam_equals_separate_runs(toy_run, tmp_path, beam):
+    model, d = toy_run
+    common = ["-max_length_ratio", "0", "-max_length", "25", "-batch_size", "8"]
+    session = Session(["-model", str(model), *common])
+    results = decode_all(session, d / "dev.src", beam, [c[0] for c in CASES], ratio=1.5)
+    env = {"PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1", "PATH": str(BIN)}
+    for decoder, flags in CASES:
+        out, stats = tmp_path / f"{decoder.label()}.out", tmp_path / f"{decoder.label()}.stats"
+        subprocess.run([str(BIN / "onmt_translate"), "-model", str(model), "-src", str(d / "dev.src"),
+                        "-output", str(out), "-beam_size", str(beam), "-stats_file", str(stats), *common, *flags],
+                       check=True, capture_output=True, env=env)
+        texts = out.read_text().splitlines()
+        records = [json.loads(line) for line in stats.read_text().splitlines()]
+        got = results[decoder]
+        assert [r["text"] for r in got] == texts, decoder
+        for g, want in zip(got, records):
+            assert g["steps"] == want["steps"] and g["stop_reason"] == want["stop_reason"], decoder
+            # under avg, stock recovers log p as score * penalty each step (ulp drift); the sweep's beam is exact
+            assert g["score"] == pytest.approx(want["score"], rel=1e-5, abs=1e-5), decoder
