@@ -9,7 +9,11 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.onmt-optimal-setup
 
-.PHONY: setup run test clean-venv
+# the paper's experiments are read from ../shared/data (or from DATA=...)
+DATA ?= ../shared/data
+TVSUB := $(DATA)/tvsub-zh-en
+
+.PHONY: setup run test reproduce clean-venv
 
 setup: $(STAMP)
 
@@ -31,6 +35,13 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# regenerate results/ from the shipped models: sweep on dev, tuned settings on test, tables, figures, README
+reproduce: setup
+	$(BIN)/python scripts/reproduce.py --name tvsub-zh-en --config configs/tvsub-zh-en/translate.yaml \
+	  --dev-src $(TVSUB)/dev.zh --dev-refs $(TVSUB)/dev.en \
+	  --test-src $(TVSUB)/test.zh --test-refs $(TVSUB)/test.ref0.en $(TVSUB)/test.ref1.en $(TVSUB)/test.ref2.en \
+	  --out results
 
 clean-venv:
 	rm -rf $(VENV)

@@ -72,7 +72,7 @@ def search_options(args) -> Namespace:
     """The onmt_translate options of the beam, as a namespace ``onmt_optimal.options`` understands."""
     return Namespace(stopping="optimal", length_penalty=args.length_penalty, alpha=args.alpha,
                      length_reward=args.length_reward, length_ratio=args.length_ratio, bp_norm=args.bp_norm,
-                     bound="exact", coverage_penalty="none", beta=0.0, stats_file="x")
+                     bound="exact", coverage_penalty="none", beta=0.0)
 
 
 def translate_flags(args) -> list[str]:
