@@ -20,8 +20,8 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
 
 
 @pytest.fixture(scope="session")
-def model(tmp_path_factory) -> Path:
-    return toy.train_toy_model(tmp_path_factory.mktemp("toy"), steps=300)
+def model(toy_model) -> Path:
+    return toy_model
 
 
 @pytest.fixture(scope="session")

@@ -222,8 +222,8 @@ T = 30
 
 
 @pytest.fixture(scope="session")
-def oracle_model(tmp_path_factory) -> Path:
-    return toy.train_toy_model(tmp_path_factory.mktemp("oracle_toy"), steps=300)
+def oracle_model(toy_model) -> Path:
+    return toy_model
 
 
 @pytest.fixture(scope="session")

@@ -26,13 +26,12 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def toy_run(tmp_path_factory):
+def toy_run(tmp_path_factory, toy_model):
     import toy
 
     d = tmp_path_factory.mktemp("sweep")
-    model = toy.train_toy_model(d / "model", steps=300)
     toy.write_corpus(d / "dev", 30, seed=5, max_len=12)
-    return model, d
+    return toy_model, d
 
 
 @pytest.mark.parametrize("beam", [1, 4])
