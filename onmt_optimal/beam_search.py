@@ -114,7 +114,7 @@ class CertifiedBeamSearch(BeamSearch):
                 log_prob = torch.where(untouched, log_prob, self.topk_log_probs)
                 self.topk_log_probs = log_prob.clone()
         else:
-            log_prob = self.topk_log_probs.clone()  # score * 1.0: already exact
+            log_prob = self.topk_log_probs  # score * 1.0: already exact (masked only at the end of this step)
 
         eos = self.topk_ids.eq(self.eos)
         real = parent_live[self.select_indices].view(B, beam) & torch.isfinite(log_prob)
@@ -133,39 +133,51 @@ class CertifiedBeamSearch(BeamSearch):
             stock_score=self.topk_scores,
         )
         running = self._stop_step == 0  # (B, R): rules not yet done with the example
-        finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)  # (B, R, beam)
-        self._collect(completed.unsqueeze(1) & running.unsqueeze(2), finals, log_prob, view.out_len, t)
-        self._n_completed = self._n_completed + completed.sum(dim=1)
-        if self._shrinks:
-            self._width = self._width - completed.sum(dim=1)
+        if bool(completed.any()):  # most steps complete nothing: skip the merge
+            if len(self.rules) == 1:
+                finals = self.scoring.final(view).unsqueeze(1)
+            else:
+                finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)  # (B, R, beam)
+            self._collect(completed.unsqueeze(1) & running.unsqueeze(2), finals, log_prob, view.out_len, t)
+            counts = completed.sum(dim=1)
+            self._n_completed = self._n_completed + counts
+            if self._shrinks:
+                self._width = self._width - counts
 
-        no_live = ~live.any(dim=1)
-        done_now = []
-        for r, (score, stop) in enumerate(self.rules):
-            bound = torch.where(live, score.bound(view), NEG_INF).max(dim=1).values
-            done_now.append(stop.done(StopView(
-                top_finished=completed[:, 0],
-                n_completed=self._n_completed,
-                kth_score=self._kept_score[:, r, -1],
-                best_bound=bound,
-                width=self._width,
-                n_best=self.n_best,
-            )))
-        newly = running & (torch.stack(done_now, dim=1) | at_max)
-        code = torch.where(self._predicted, _PREDICTED, _RULE).unsqueeze(0)
-        code = torch.where(no_live.unsqueeze(1), _ALL_FINISHED, code)
-        code = torch.where(torch.tensor(at_max, device=code.device), _MAX_LENGTH, code)
-        self._stop_step = torch.where(newly, t, self._stop_step)
-        self._stop_code = torch.where(newly, code, self._stop_code)
-        self._stop_completed = torch.where(newly, self._n_completed.unsqueeze(1), self._stop_completed)
-        self._done = (self._stop_step > 0).all(dim=1)
+        if at_max:
+            newly = running
+        else:
+            done_now = []
+            for r, (score, stop) in enumerate(self.rules):
+                bound = torch.where(live, score.bound(view), NEG_INF).max(dim=1).values
+                done_now.append(stop.done(StopView(
+                    top_finished=completed[:, 0],
+                    n_completed=self._n_completed,
+                    kth_score=self._kept_score[:, r, -1],
+                    best_bound=bound,
+                    width=self._width,
+                    n_best=self.n_best,
+                )))
+            newly = running & (done_now[0].unsqueeze(1) if len(done_now) == 1 else torch.stack(done_now, dim=1))
+        any_done = False
+        if bool(newly.any()):
+            if at_max:
+                code = torch.full_like(self._stop_code, _MAX_LENGTH)
+            else:
+                code = torch.where(self._predicted, _PREDICTED, _RULE).unsqueeze(0)
+                code = torch.where((~live.any(dim=1)).unsqueeze(1), _ALL_FINISHED, code)
+            self._stop_step = torch.where(newly, t, self._stop_step)
+            self._stop_code = torch.where(newly, code, self._stop_code)
+            self._stop_completed = torch.where(newly, self._n_completed.unsqueeze(1), self._stop_completed)
+            self._done = (self._stop_step > 0).all(dim=1)
+            any_done = bool(self._done.any())
 
         # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam,
         # do the items that fell outside it
         self.topk_log_probs.masked_fill_(~live if self._shrinks else eos, FINISHED_MASK)
         self._live = live.view(-1)
-        # the decode loop calls update_finished() only when this says something ended
-        self.is_finished_list = [[bool(self._done.any())]]
+        # the decode loop calls update_finished() only when this says an example is done
+        self.is_finished_list = [[any_done]]
 
     def _collect(self, completed, score, log_prob, out_len, t):
         """Merge this step's completed items (``completed``: (B, R, beam)) into each rule's top-``n_best`` list.

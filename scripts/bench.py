@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Benchmark: our beam search against stock OpenNMT-py's, side by side in one process, and the sweep's cost.
+
+    python scripts/bench.py [--config configs/tvsub-zh-en/translate.yaml] [--src DEV] [--gpu 0]
+
+For beam sizes 1, 5, 10, 20 and batches of 1 and 32 sentences, it decodes the same source with
+  stock     OpenNMT-py's own BeamSearch (the translator's stock path), -length_penalty none
+  default   our bookkeeping with OpenNMT-py's stopping rule (same output as stock)
+  optimal   -stopping optimal
+  optimal+r -stopping optimal -length_reward R -length_ratio RHO
+after a warm-up, in rounds that rotate the order (A/B/A/B), and reports medians: sentences per second, total
+and mean decoding steps, the share of time spent outside the model's forward pass (encoder, decoder step,
+generator and softmax are timed; everything else is search bookkeeping and batching), and each variant's
+throughput ratio against stock from the same round. Then it times the r x b sweep (8 rewards x 20 beam
+sizes) as one decode per beam against 160 separate decodes, and checks that both give identical numbers.
+Writes benchmarks/RESULTS.md (or --out) and a JSON file beside it. Timings go in no test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+VARIANTS = ["stock", "default", "optimal", "optimal+r"]
+
+
+class ForwardTimer:
+    """Accumulates the time spent in the model's forward pass (encoder; decoder step + generator + softmax)."""
+
+    def __init__(self, translator, sync):
+        self.seconds = 0.0
+        self.sync = sync
+        for name in ("_run_encoder", "_decode_and_generate"):
+            inner = getattr(translator, name)
+            setattr(translator, name, self._timed(inner))
+
+    def _timed(self, fn):
+        def wrapper(*args, **kwargs):
+            self.sync()
+            start = time.perf_counter()
+            out = fn(*args, **kwargs)
+            self.sync()
+            self.seconds += time.perf_counter() - start
+            return out
+
+        return wrapper
+
+
+def search_for(variant: str, reward: float, ratio: float):
+    from onmt.translate.beam_search import GNMTGlobalScorer
+
+    from onmt_optimal.options import SearchConfig
+    from onmt_optimal.scoring import BoundedWordReward, StockScore
+    from onmt_optimal.stopping import STOPPING_RULES
+
+    if variant == "stock":
+        return SearchConfig(stock=True, rules=[])
+    logprob = StockScore(GNMTGlobalScorer(0.0, 0.0, "none", "none"))
+    rule = {
+        "default": (logprob, STOPPING_RULES["default"]()),
+        "optimal": (logprob, STOPPING_RULES["optimal"]()),
+        "optimal+r": (BoundedWordReward(reward, ratio), STOPPING_RULES["optimal"]()),
+    }[variant]
+    return SearchConfig(stock=False, rules=[rule], stats_file="(in memory)")
+
+
+def run_once(session, timer, src, beam, batch, search, sync):
+    from onmt_optimal.translator import ordered
+
+    translator = session.translator
+    translator.beam_size = beam
+    session.opt.batch_size = batch
+    session.engine.opt.batch_size = batch
+    translator.search = search
+    session.engine.opt.src = str(src)
+    timer.seconds = 0.0
+    sync()
+    start = time.perf_counter()
+    with open(os.devnull, "w") as sink:
+        out, translator.out_file = translator.out_file, sink
+        try:
+            _, preds = session.engine.infer_file()
+        finally:
+            translator.out_file = out
+    sync()
+    total = time.perf_counter() - start
+    stats = ordered(translator._stats) if not search.stock else None
+    return total, timer.seconds, [p[0] for p in preds], stats
+
+
+def bench_decoding(session, timer, src, n_lines, beams, batches, rounds, reward, ratio, sync):
+    rows = []
+    for batch in batches:
+        for beam in beams:
+            searches = {v: search_for(v, reward, ratio) for v in VARIANTS}
+            run_once(session, timer, src, beam, batch, searches["default"], sync)  # warm-up
+            samples = {v: [] for v in VARIANTS}
+            outputs, steps = {}, {}
+            for k in range(rounds):
+                order = VARIANTS[k % len(VARIANTS):] + VARIANTS[: k % len(VARIANTS)]
+                for v in order:
+                    total, forward, preds, stats = run_once(session, timer, src, beam, batch, searches[v], sync)
+                    samples[v].append((total, forward))
+                    outputs[v] = preds
+                    if stats is not None:
+                        steps[v] = [s["steps"] for s in stats]
+            steps["stock"] = steps["default"]  # same beam, same stopping rule, same output (checked below)
+            assert outputs["stock"] == outputs["default"], "our default search must reproduce stock's output"
+            assert outputs["optimal"] == outputs["stock"], "log-prob optimal must return stock's 1-best"
+            for v in VARIANTS:
+                totals = [t for t, _ in samples[v]]
+                ratios = [samples["stock"][k][0] / samples[v][k][0] for k in range(rounds)]
+                rows.append({
+                    "batch": batch, "beam": beam, "variant": v,
+                    "sent_per_s": n_lines / statistics.median(totals),
+                    "seconds_median": statistics.median(totals),
+                    "speed_vs_stock": statistics.median(ratios),
+                    "outside_forward": statistics.median([1 - f / t for t, f in samples[v]]),
+                    "total_steps": sum(steps[v]), "mean_steps": sum(steps[v]) / len(steps[v]),
+                })
+                print(f"batch {batch:2d} beam {beam:2d} {v:10s} {rows[-1]['sent_per_s']:8.1f} sent/s  "
+                      f"x{rows[-1]['speed_vs_stock']:.3f} vs stock  outside forward "
+                      f"{100 * rows[-1]['outside_forward']:.1f}%  mean steps {rows[-1]['mean_steps']:.2f}",
+                      flush=True)
+    return rows
+
+
+def bench_sweep(session, src, refs, beams, rewards, ratio):
+    from onmt_optimal.sweep import Decoder, run_sweep
+
+    decoders = [Decoder("optimal" if r == 0 else "optimal_reward", "optimal",
+                        "logprob" if r == 0 else "bounded_reward", None if r == 0 else r) for r in rewards]
+    start = time.perf_counter()
+    joint = run_sweep(session, src, refs, beams, decoders, ratio, progress=False)["rows"]
+    joint_s = time.perf_counter() - start
+    start = time.perf_counter()
+    separate = []
+    for decoder in decoders:
+        separate += run_sweep(session, src, refs, beams, [decoder], ratio, progress=False)["rows"]
+    separate_s = time.perf_counter() - start
+    key = lambda r: (r["family"], r["reward"] or 0.0, r["beam"])  # noqa: E731
+    identical = sorted(joint, key=key) == sorted(separate, key=key)
+    return {"configurations": len(decoders) * len(beams), "joint_seconds": joint_s,
+            "separate_seconds": separate_s, "speedup": separate_s / joint_s, "identical": identical}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default="configs/tvsub-zh-en/translate.yaml")
+    parser.add_argument("--src", default="work/reproduce/tvsub-zh-en/dev.src",
+                        help="cleaned source (make reproduce writes it; else pass one)")
+    parser.add_argument("--refs", nargs="*", default=["work/reproduce/tvsub-zh-en/dev.ref0"])
+    parser.add_argument("--lines", type=int, default=320, help="first N source lines")
+    parser.add_argument("--beams", default="1,5,10,20")
+    parser.add_argument("--batches", default="1,32")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--reward", type=float, default=1.2)
+    parser.add_argument("--sweep-lines", type=int, default=200)
+    parser.add_argument("--gpu", type=int, default=-1)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default="benchmarks/RESULTS.md")
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from onmt_optimal.length_ratio import estimate_with_model
+    from onmt_optimal.session import Session
+
+    work = ROOT / "work" / "bench"
+    work.mkdir(parents=True, exist_ok=True)
+    lines = Path(args.src).read_text(encoding="utf-8").splitlines()
+    src = work / "bench.src"
+    src.write_text("\n".join(lines[: args.lines]) + "\n", encoding="utf-8")
+    session = Session(["-config", args.config, "-gpu", str(args.gpu)])
+    sync = torch.cuda.synchronize if args.gpu >= 0 else (lambda: None)
+    timer = ForwardTimer(session.translator, sync)
+    refs = [Path(r).read_text(encoding="utf-8").splitlines() for r in args.refs]
+    ratio = estimate_with_model(session, lines, refs).corpus
+    device = torch.cuda.get_device_name(args.gpu) if args.gpu >= 0 else f"CPU ({args.threads} threads)"
+
+    rows = bench_decoding(session, timer, src, min(args.lines, len(lines)), [int(b) for b in args.beams.split(",")],
+                          [int(b) for b in args.batches.split(",")], args.rounds, args.reward, ratio, sync)
+    sweep_src = work / "sweep.src"
+    sweep_src.write_text("\n".join(lines[: args.sweep_lines]) + "\n", encoding="utf-8")
+    sweep = bench_sweep(session, sweep_src, [r[: args.sweep_lines] for r in refs], list(range(1, 21)),
+                        [0, 0.5, 1, 1.1, 1.2, 1.3, 1.4, 1.5], ratio)
+    print(f"sweep: {sweep}")
+    meta = {"device": device, "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+            "config": args.config, "lines": args.lines, "rounds": args.rounds, "reward": args.reward,
+            "ratio": ratio, "sweep_lines": args.sweep_lines}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows, "sweep": sweep}, indent=1) + "\n")
+    out.write_text(report(meta, rows, sweep))
+    print(f"-> {out}")
+
+
+def report(meta, rows, sweep) -> str:
+    lines = [f"# Benchmark: onmt-optimal vs stock OpenNMT-py ({meta['device']})", "",
+             f"`python scripts/bench.py` on {meta['machine']}; model config `{meta['config']}`, first "
+             f"{meta['lines']} dev sentences, -length_penalty none, {meta['rounds']} rotating rounds after a "
+             f"warm-up, medians. optimal+r: r = {meta['reward']}, rho = {meta['ratio']:.4f}.", "",
+             "| batch | beam | variant | sent/s | x stock | outside forward | mean steps | total steps |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['batch']} | {r['beam']} | {r['variant']} | {r['sent_per_s']:.1f} | "
+                     f"{r['speed_vs_stock']:.3f} | {100 * r['outside_forward']:.1f}% | {r['mean_steps']:.2f} | "
+                     f"{r['total_steps']} |")
+    lines += ["", "Steps saved by optimal stopping (mean per sentence, stock minus optimal, log-probability):", ""]
+    for batch in sorted({r["batch"] for r in rows}):
+        for beam in sorted({r["beam"] for r in rows}):
+            get = {r["variant"]: r for r in rows if r["batch"] == batch and r["beam"] == beam}
+            if "stock" in get and "optimal" in get:
+                lines.append(f"- batch {batch}, b = {beam}: "
+                             f"{get['stock']['mean_steps'] - get['optimal']['mean_steps']:.2f}")
+    lines += ["", f"Sweep of {sweep['configurations']} (r, b) configurations on {meta['sweep_lines']} sentences: "
+              f"one decode per beam size {sweep['joint_seconds']:.1f} s, separate decodes "
+              f"{sweep['separate_seconds']:.1f} s, speed-up x{sweep['speedup']:.2f}; identical numbers: "
+              f"{sweep['identical']}.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
