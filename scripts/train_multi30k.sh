@@ -10,7 +10,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
-DATA="${DATA:-/work/shared/data/multi30k-de-en}"
+DATA="${DATA:-$ROOT/../shared/data/multi30k-de-en}"
 VENV="${VENV:-$ROOT/.venv}"
 CONFIG=configs/multi30k-de-en/train.yaml
 WORK=work/multi30k-de-en

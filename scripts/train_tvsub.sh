@@ -10,7 +10,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
-DATA="${DATA:-/work/shared/data/tvsub-zh-en}"
+DATA="${DATA:-$ROOT/../shared/data/tvsub-zh-en}"
 VENV="${VENV:-$ROOT/.venv}"
 CONFIG=configs/tvsub-zh-en/train.yaml
 WORK=work/tvsub-zh-en
