@@ -68,26 +68,31 @@ def run_strategy(strategy, model: SyntheticModel, examples: list[int], src_lens:
     return steps
 
 
+def _step(model: SyntheticModel, example: int, live: list, width: int, t: int, max_length: int):
+    """One step of a plain beam: the top-``width`` expansions of ``live``, split into completed and live."""
+    cands = []
+    for lp, prefix in live:
+        dist = model.log_probs(example, prefix).double()
+        for tok in range(model.vocab_size):
+            cands.append((lp + float(dist[tok]), prefix + (tok,)))
+    cands.sort(key=lambda c: -c[0])
+    completed, still_live = [], []
+    for lp, seq in [c for c in cands[:width] if c[0] > -1e8]:
+        if seq[-1] == EOS:
+            completed.append((lp, seq, t - 1, t))
+        elif t == max_length:
+            completed.append((lp, seq, t, t))
+        else:
+            still_live.append((lp, seq))
+    return completed, still_live
+
+
 def reference_beam(model: SyntheticModel, example: int, beam: int, max_length: int):
     """All hypotheses the beam completes, in completion order: (log_prob, tokens incl. EOS, |y|, step)."""
-    live = [(0.0, ())]
-    completed = []
+    live, completed = [(0.0, ())], []
     for t in range(1, max_length + 1):
-        cands = []
-        for lp, prefix in live:
-            dist = model.log_probs(example, prefix).double()
-            for tok in range(model.vocab_size):
-                cands.append((lp + float(dist[tok]), prefix + (tok,)))
-        cands.sort(key=lambda c: -c[0])
-        top = [c for c in cands[:beam] if c[0] > -1e8]
-        live = []
-        for lp, seq in top:
-            if seq[-1] == EOS:
-                completed.append((lp, seq, t - 1, t))
-            elif t == max_length:
-                completed.append((lp, seq, t, t))
-            else:
-                live.append((lp, seq))
+        done, live = _step(model, example, live, beam, t, max_length)
+        completed += done
         if not live:
             break
     return completed
@@ -97,23 +102,9 @@ def reference_shrinking(model: SyntheticModel, example: int, beam: int, max_leng
     """RNNsearch's shrinking beam, plainly: each completed hypothesis removes one slot from the beam."""
     width, live, completed = beam, [(0.0, ())], []
     for t in range(1, max_length + 1):
-        cands = []
-        for lp, prefix in live:
-            dist = model.log_probs(example, prefix).double()
-            for tok in range(model.vocab_size):
-                cands.append((lp + float(dist[tok]), prefix + (tok,)))
-        cands.sort(key=lambda c: -c[0])
-        live = []
-        ended = 0
-        for lp, seq in [c for c in cands[:width] if c[0] > -1e8]:
-            if seq[-1] == EOS:
-                completed.append((lp, seq, t - 1, t))
-                ended += 1
-            elif t == max_length:
-                completed.append((lp, seq, t, t))
-            else:
-                live.append((lp, seq))
-        width -= ended
+        done, live = _step(model, example, live, width, t, max_length)
+        completed += done
+        width -= sum(1 for h in done if h[1][-1] == EOS)
         if width <= 0 or not live:
             return completed, t
     return completed, max_length
