@@ -126,6 +126,24 @@ def test_bounded_reward_equals_exhaustive_beam_and_stats_are_consistent(model, s
         assert record["score"] == pytest.approx(record["log_prob"] + reward, abs=1e-4)
 
 
+def test_transformer_checkpoint(tmp_path_factory, src, tmp_path):
+    """Any OpenNMT-py text-to-text checkpoint: the same guarantees on a transformer."""
+    model = toy.train_toy_model(tmp_path_factory.mktemp("transformer"), steps=200, arch="transformer")
+    common = ["-length_penalty", "none", "-beam_size", "5", "-with_score"]
+    translate(model, src, tmp_path / "opt", *common, "-stopping", "optimal", "-stats_file", str(tmp_path / "o"))
+    stock(model, src, tmp_path / "stock", "-length_penalty", "none", "-beam_size", "5")
+    translate(model, src, tmp_path / "def", *common, "-stopping", "default", "-stats_file", str(tmp_path / "d"))
+    assert (tmp_path / "opt").read_text() == (tmp_path / "def").read_text()
+    assert [line.rsplit("\t", 1)[0] for line in (tmp_path / "opt").read_text().splitlines()] == \
+        (tmp_path / "stock").read_text().splitlines()
+    opt, dflt = read_stats(tmp_path / "o"), read_stats(tmp_path / "d")
+    assert sum(o["steps"] for o in opt) <= sum(d["steps"] for d in dflt)
+    reward = ["-length_penalty", "none", "-beam_size", "4", "-with_score", "-length_reward", "1", "-length_ratio", "1.5"]
+    translate(model, src, tmp_path / "r_opt", *reward, "-stopping", "optimal")
+    translate(model, src, tmp_path / "r_exh", *reward, "-stopping", "exhaustive")
+    assert (tmp_path / "r_opt").read_text() == (tmp_path / "r_exh").read_text()
+
+
 def test_yaml_config_and_module_entry_point(model, src, tmp_path):
     config = tmp_path / "translate.yaml"
     stats = tmp_path / "stats.jsonl"

@@ -322,24 +322,10 @@ def test_search_errors_script(oracle_model, short_src, tmp_path):
     assert "beam = proved global optimum" in proc.stdout
 
 
-TRANSFORMER = {"encoder_type: rnn": "encoder_type: transformer", "decoder_type: rnn": "decoder_type: transformer",
-               "rnn_type: LSTM\n": "", "global_attention: general\n": "",
-               "hidden_size: 64": "hidden_size: 32\nheads: 2\ntransformer_ff: 64\nposition_encoding: true"}
-
-
 def test_adapter_on_a_transformer_decoder(tmp_path):
     """Smoke test of the transformer path (key/value caches snapshotted per node): a 2-step model."""
-    toy.write_corpus(tmp_path / "train", 200, seed=1)
-    toy.write_corpus(tmp_path / "valid", 10, seed=2)
-    config = toy.TRAIN_YAML.format(d=tmp_path, steps=2)
-    for old, new in TRANSFORMER.items():
-        assert old in config
-        config = config.replace(old, new)
-    (tmp_path / "train.yaml").write_text(config)
-    for cmd in (["onmt_build_vocab", "-config", str(tmp_path / "train.yaml"), "-n_sample", "-1"],
-                ["onmt_train", "-config", str(tmp_path / "train.yaml")]):
-        subprocess.run([str(BIN / cmd[0]), *cmd[1:]], check=True, env=ENV, capture_output=True)
-    vocabs, model, model_opt = load_model(tmp_path / "model_step_2.pt")
+    checkpoint = toy.train_toy_model(tmp_path, steps=2, n_train=200, arch="transformer")
+    vocabs, model, model_opt = load_model(checkpoint)
     assert model_opt.decoder_type == "transformer"
     scorer = OpenNMTScorer(model, vocabs, "a b i c d".split())
     ids = [(7 * i) % (scorer.vocab_size - 4) + 4 for i in range(8)] + [scorer.eos]

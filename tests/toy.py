@@ -66,17 +66,29 @@ report_every: 100
 """
 
 
+# the same task with a transformer encoder-decoder (layers 1 from TRAIN_YAML; Adam as above)
+TRANSFORMER = {"encoder_type: rnn": "encoder_type: transformer", "decoder_type: rnn": "decoder_type: transformer",
+               "rnn_type: LSTM\n": "", "global_attention: general\n": "",
+               "hidden_size: 64": "hidden_size: 32\nheads: 2\ntransformer_ff: 64\nposition_encoding: true"}
+
+
 def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
 
-def train_toy_model(workdir: Path, steps: int = 300, n_train: int = 3000) -> Path:
-    """Build vocab and train with the real OpenNMT-py console scripts; returns the checkpoint path."""
+def train_toy_model(workdir: Path, steps: int = 300, n_train: int = 3000, arch: str = "rnn") -> Path:
+    """Build vocab and train with the real OpenNMT-py console scripts; returns the checkpoint path.
+
+    ``arch``: ``rnn`` (1-layer LSTM with attention and input feeding) or ``transformer``."""
     workdir.mkdir(parents=True, exist_ok=True)
     write_corpus(workdir / "train", n_train, seed=1)
     write_corpus(workdir / "valid", 100, seed=2)
+    text = TRAIN_YAML.format(d=workdir, steps=steps)
+    if arch == "transformer":
+        for old, new in TRANSFORMER.items():
+            text = text.replace(old, new)
     config = workdir / "train.yaml"
-    config.write_text(TRAIN_YAML.format(d=workdir, steps=steps))
+    config.write_text(text)
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     subprocess.run([_bin("onmt_build_vocab"), "-config", str(config), "-n_sample", "-1"],
                    check=True, env=env, capture_output=True)
