@@ -66,7 +66,7 @@ class CertifiedTranslator(Translator):
             rule_results = strategy.rule_results if search.collect else None
         self._answer_empty_lines(batch, results, stats, rule_results)
         for i in range(len(batch["srclen"])):
-            if stats is not None and search.stats_file:
+            if stats is not None:
                 self._stats[_line_key(batch, i)] = stats[i]
             if rule_results is not None:
                 self._rule_results[_line_key(batch, i)] = rule_results[i]

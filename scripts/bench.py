@@ -69,7 +69,7 @@ def search_for(variant: str, reward: float, ratio: float):
         "optimal": (logprob, STOPPING_RULES["optimal"]()),
         "optimal+r": (BoundedWordReward(reward, ratio), STOPPING_RULES["optimal"]()),
     }[variant]
-    return SearchConfig(stock=False, rules=[rule], stats_file="(in memory)")
+    return SearchConfig(stock=False, rules=[rule])  # statistics stay in memory (translator._stats)
 
 
 def run_once(session, timer, src, beam, batch, search, sync):
