@@ -12,6 +12,7 @@ STAMP := $(VENV)/.onmt-optimal-setup
 # the paper's experiments are read from ../shared/data (or from DATA=...)
 DATA ?= ../shared/data
 TVSUB := $(DATA)/tvsub-zh-en
+M30K := $(DATA)/multi30k-de-en
 
 .PHONY: setup run test reproduce clean-venv
 
@@ -41,7 +42,12 @@ reproduce: setup
 	$(BIN)/python scripts/reproduce.py --name tvsub-zh-en --config configs/tvsub-zh-en/translate.yaml \
 	  --dev-src $(TVSUB)/dev.zh --dev-refs $(TVSUB)/dev.en \
 	  --test-src $(TVSUB)/test.zh --test-refs $(TVSUB)/test.ref0.en $(TVSUB)/test.ref1.en $(TVSUB)/test.ref2.en \
-	  --out results
+	  --out results --unescape-moses \
+	  --notes "Second language pair (generality check): [Multi30k German-English](multi30k-de-en/README.md)."
+	$(BIN)/python scripts/reproduce.py --name multi30k-de-en --config configs/multi30k-de-en/translate.yaml \
+	  --dev-src $(M30K)/val.de --dev-refs $(M30K)/val.en \
+	  --test-src $(M30K)/test_2016_flickr.de --test-refs $(M30K)/test_2016_flickr.en \
+	  --out results/multi30k-de-en
 
 clean-venv:
 	rm -rf $(VENV)

@@ -6,8 +6,8 @@
 
 Any corpus and any number of references work (e.g. the LDC NIST sets of the paper). Steps:
 
-1. clean the raw dev/test files as the training data was (``prepare_data.normalize``: Moses escapes undone,
-   whitespace collapsed) into work/reproduce/NAME/;
+1. clean the raw dev/test files as the training data was (``prepare_data.normalize``: whitespace collapsed,
+   Moses escapes undone with --unescape-moses) into work/reproduce/NAME/;
 2. estimate the length ratio rho on dev, in model tokens (``onmt_optimal.length_ratio``);
 3. the sweep on dev: every decoder x beam sizes x rewards, one decode per beam size for all decoders that share
    the ordinary beam and one for the shrinking ones (``onmt_optimal.sweep``) -> OUT/dev_sweep.json;
@@ -32,11 +32,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
-def clean_copy(src: str, dst: Path) -> Path:
+def clean_copy(src: str, dst: Path, unescape: bool) -> Path:
     from prepare_data import normalize
 
     lines = Path(src).read_text(encoding="utf-8").splitlines()
-    dst.write_text("".join(normalize(line, unescape=True) + "\n" for line in lines), encoding="utf-8")
+    dst.write_text("".join(normalize(line, unescape) + "\n" for line in lines), encoding="utf-8")
     return dst
 
 
@@ -57,6 +57,8 @@ def main() -> None:
     parser.add_argument("--beams", default="1-20")
     parser.add_argument("--rewards", default="0,0.5,1,1.1,1.2,1.3,1.4,1.5")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--unescape-moses", action="store_true",
+                        help="undo Moses escapes in sources and references (as prepare_data.py did for training)")
     parser.add_argument("--notes", default="", help="free text copied into the report")
     args = parser.parse_args()
 
@@ -72,11 +74,12 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     work = ROOT / "work" / "reproduce" / args.name
     work.mkdir(parents=True, exist_ok=True)
-    dev_src = clean_copy(args.dev_src, work / "dev.src")
-    dev_refs = [clean_copy(r, work / f"dev.ref{i}").read_text(encoding="utf-8").splitlines()
+    un = args.unescape_moses
+    dev_src = clean_copy(args.dev_src, work / "dev.src", un)
+    dev_refs = [clean_copy(r, work / f"dev.ref{i}", un).read_text(encoding="utf-8").splitlines()
                 for i, r in enumerate(args.dev_refs)]
-    test_src = clean_copy(args.test_src, work / "test.src")
-    test_refs = [clean_copy(r, work / f"test.ref{i}").read_text(encoding="utf-8").splitlines()
+    test_src = clean_copy(args.test_src, work / "test.src", un)
+    test_refs = [clean_copy(r, work / f"test.ref{i}", un).read_text(encoding="utf-8").splitlines()
                  for i, r in enumerate(args.test_refs)]
 
     start = time.time()
