@@ -149,7 +149,7 @@ class CertifiedBeamSearch(BeamSearch):
         else:
             done_now = []
             for r, (score, stop) in enumerate(self.rules):
-                bound = torch.where(live, score.bound(view), NEG_INF).max(dim=1).values
+                bound = torch.where(live, score.bound(view), NEG_INF).max(dim=1).values if stop.needs_bound else None
                 done_now.append(stop.done(StopView(
                     top_finished=completed[:, 0],
                     n_completed=self._n_completed,

@@ -19,7 +19,7 @@ class StopView:
     top_finished: torch.Tensor  # bool: the top item of this step's beam is a completed hypothesis
     n_completed: torch.Tensor  # long: completed hypotheses collected so far
     kth_score: torch.Tensor  # float: n_best-th best completed score so far (-inf if fewer than n_best)
-    best_bound: torch.Tensor  # float: max bound over live items (-inf if none is live)
+    best_bound: torch.Tensor | None  # float: max bound over live items (-inf if none); None unless needs_bound
     width: torch.Tensor  # long: the example's beam size now (shrinks only under ``Shrinking``)
     n_best: int
 
@@ -32,6 +32,8 @@ class StoppingRule:
     certified = False
     #: does each completed hypothesis take its slot out of the beam for good?
     shrinks = False
+    #: does ``done`` read ``best_bound`` (else the search need not compute bounds)?
+    needs_bound = True
 
     def done(self, view: StopView) -> torch.Tensor:
         raise NotImplementedError
@@ -42,6 +44,7 @@ class TopFinished(StoppingRule):
 
     name = "default"
     reason = "top_finished"
+    needs_bound = False
 
     def done(self, view: StopView) -> torch.Tensor:
         return view.top_finished & (view.n_completed >= view.n_best)
@@ -89,6 +92,7 @@ class Shrinking(StoppingRule):
     name = "shrinking"
     reason = "beam_exhausted"
     shrinks = True
+    needs_bound = False
 
     def done(self, view: StopView) -> torch.Tensor:
         return view.width <= 0
