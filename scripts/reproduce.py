@@ -56,7 +56,8 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--beams", default="1-20")
     parser.add_argument("--rewards", default="0,0.5,1,1.1,1.2,1.3,1.4,1.5")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (1: the same numbers on any machine, and no slowdown when a core is busy)")
     parser.add_argument("--unescape-moses", action="store_true",
                         help="undo Moses escapes in sources and references (as prepare_data.py did for training)")
     parser.add_argument("--notes", default="", help="free text copied into the report")
