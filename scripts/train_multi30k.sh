@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Train models/multi30k-de-en (not yet run): prepare data -> build vocab -> train -> strip optimizer -> package.
+# Reproduce models/multi30k-de-en: prepare data -> build vocab -> train -> strip optimizer -> package.
 #
-# Usage (from anywhere; ~10 s prep and vocab, ~60 min training on one CPU thread (estimate)):
+# Usage (from anywhere; ~10 s prep and vocab, ~45 min training on one CPU thread):
 #   nohup scripts/train_multi30k.sh > work/multi30k-train.log 2>&1 &
 # Environment: DATA (corpus dir, default /work/shared/data/multi30k-de-en), VENV (default .venv).
 # Derived data and checkpoints go to work/multi30k-de-en/ (gitignored); the packaged model to
