@@ -1,78 +1,13 @@
 #!/usr/bin/env bash
-# Reproduce models/tvsub-zh-en: prepare data -> build vocab -> train -> strip optimizer -> package.
-#
-# Usage (from anywhere; ~1 min prep, ~1 min vocab, ~100 min training on one CPU thread):
+# Reproduce models/tvsub-zh-en (~1 min prep, ~1 min vocab, ~105 min training on one CPU thread):
 #   nohup scripts/train_tvsub.sh > work/tvsub-train.log 2>&1 &
-# Environment: DATA (corpus dir, default /work/shared/data/tvsub-zh-en), VENV (default .venv).
-# Derived data and checkpoints go to work/tvsub-zh-en/ (gitignored); the packaged model to
-# models/tvsub-zh-en/.
+# DATA: the corpus folder (default ../shared/data/tvsub-zh-en beside the repository).
 set -euo pipefail
-
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$ROOT"
 DATA="${DATA:-$ROOT/../shared/data/tvsub-zh-en}"
-VENV="${VENV:-$ROOT/.venv}"
-CONFIG=configs/tvsub-zh-en/train.yaml
-WORK=work/tvsub-zh-en
-MODEL_DIR=models/tvsub-zh-en
-
-# shellcheck disable=SC1091
-. "$VENV/bin/activate"
-# One thread only: the machine is shared.
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-export PYTHONWARNINGS="ignore::FutureWarning"
-stamp() { echo "[$(date '+%F %T')] $*"; }
-
-stamp "prepare data"
-python scripts/prepare_data.py \
+export TRAIN_LOG="${TRAIN_LOG:-work/tvsub-train.log}"
+exec "$ROOT/scripts/train_model.sh" tvsub-zh-en \
   --train-src "$DATA/train.zh.gz" --train-tgt "$DATA/train.en.gz" \
   --dev-src "$DATA/dev.zh" --dev-ref "$DATA/dev.en" \
   --test-src "$DATA/test.zh" --test-ref "$DATA/test.ref0.en" "$DATA/test.ref1.en" "$DATA/test.ref2.en" \
-  --out "$WORK/data" --max-train 1000000 --max-len 50 --vocab-size 8000 \
-  --unescape-moses --seed 1234
-
-stamp "build vocab"
-mkdir -p "$WORK/run"
-onmt_build_vocab -config "$CONFIG" -n_sample -1 -num_threads 1
-
-stamp "train"
-T0=$(date +%s)
-onmt_train -config "$CONFIG"
-T1=$(date +%s)
-stamp "training wall-clock: $(( (T1 - T0) / 60 )) min $(( (T1 - T0) % 60 )) s"
-
-stamp "pick checkpoint (best validation perplexity among those kept) and strip optimizer"
-LOG="${TRAIN_LOG:-work/tvsub-train.log}"
-BEST=$(python - "$LOG" "$WORK/run/model" <<'EOF'
-import os, re, sys
-log, prefix = sys.argv[1], sys.argv[2]
-ppl, best = None, None
-for line in open(log, encoding="utf-8", errors="replace"):
-    m = re.search(r"Validation perplexity: ([\d.]+)", line)
-    if m:
-        ppl = float(m.group(1))
-    m = re.search(r"Saving checkpoint (\S+_step_(\d+)\.pt)", line)
-    if m and ppl is not None and os.path.exists(m.group(1)):
-        if best is None or ppl <= best[0]:
-            best = (ppl, m.group(1))
-        ppl = None
-if best is None:  # no log to parse: take the last checkpoint
-    steps = [f for f in os.listdir(os.path.dirname(prefix)) if re.match(r"model_step_\d+\.pt$", f)]
-    best = (None, os.path.join(os.path.dirname(prefix),
-                               max(steps, key=lambda f: int(re.findall(r"\d+", f)[0]))))
-print(best[1])
-EOF
-)
-stamp "chosen: $BEST"
-mkdir -p "$MODEL_DIR"
-python scripts/strip_checkpoint.py "$BEST" "$MODEL_DIR/model.pt"
-cp "$WORK/data/src.spm.model" "$WORK/data/tgt.spm.model" "$MODEL_DIR/"
-cp "$WORK/run/vocab.src" "$MODEL_DIR/vocab.src"
-cp "$WORK/run/vocab.tgt" "$MODEL_DIR/vocab.tgt"
-cp "$WORK/data/prep.json" "$MODEL_DIR/prep.json"
-cp "$CONFIG" "$MODEL_DIR/train.yaml"
-if [ -f "$LOG" ]; then
-  grep -v -e 'FutureWarning' -e 'custom_fwd' -e 'custom_bwd' -e 'autocast' "$LOG" > "$MODEL_DIR/train.log" || true
-fi
-du -sh "$MODEL_DIR"
-stamp "done"
+  --max-train 1000000 --max-len 50 --vocab-size 8000 --unescape-moses --seed 1234
