@@ -14,7 +14,7 @@ DATA ?= ../shared/data
 TVSUB := $(DATA)/tvsub-zh-en
 M30K := $(DATA)/multi30k-de-en
 
-.PHONY: setup run test reproduce clean-venv
+.PHONY: setup run test reproduce bench clean-venv
 
 setup: $(STAMP)
 
@@ -48,6 +48,10 @@ reproduce: setup
 	  --dev-src $(M30K)/val.de --dev-refs $(M30K)/val.en \
 	  --test-src $(M30K)/test_2016_flickr.de --test-refs $(M30K)/test_2016_flickr.en \
 	  --out results/multi30k-de-en
+
+# decoding speed against stock OpenNMT-py, side by side (needs work/reproduce/tvsub-zh-en from make reproduce)
+bench: setup
+	$(BIN)/python scripts/bench.py --out benchmarks/RESULTS.md
 
 clean-venv:
 	rm -rf $(VENV)
