@@ -40,7 +40,6 @@ FINISHED_MASK = -65504.0
 #: why a rule stopped with an example (codes of ``_stop_code``)
 _MAX_LENGTH, _ALL_FINISHED, _PREDICTED, _RULE = 1, 2, 3, 4
 
-Rule = "tuple[ScoringRule, StoppingRule]"
 
 
 class CertifiedBeamSearch(BeamSearch):

@@ -10,7 +10,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from onmt_optimal.beam_search import CertifiedBeamSearch

@@ -174,9 +174,9 @@ def test_oracle_finds_search_errors_of_greedy_search():
     model = syn.SyntheticModel(6, 7, sharpness=1.0)
     rule = make_rule("none")
     improved = 0
-    for example in range(30):
-        tokens, _ = beam_answer(model, example, 1, 4, "none", 1, ratio=1.0)
-        res = exact_search(SyntheticScorer(model, example), rule, src_len=1, max_length=4, eos=EOS, seed=tokens)
+    for sentence in range(30):
+        tokens, _ = beam_answer(model, sentence, 1, 4, "none", 1, ratio=1.0)
+        res = exact_search(SyntheticScorer(model, sentence), rule, src_len=1, max_length=4, eos=EOS, seed=tokens)
         assert res.optimal and res.score >= res.seed_score
         improved += res.improved
     assert improved > 0
