@@ -17,8 +17,11 @@ stops or what it returns. Decoding once then answers for all of them, exactly as
 is what the r x b sweep uses). A shrinking beam is a beam of its own, but one shared by every shrinking
 rule: it shrinks by one slot per completed hypothesis whatever the score.
 
-Everything is batched tensor code; the only host synchronisations per step are OpenNMT-py's own in
-``advance`` and one boolean telling the decode loop whether an example is done.
+Everything is batched tensor code with no per-item Python loop. Per step the host reads one flag (is an
+example done?), where stock OpenNMT-py reads every item's EOS flag; on CPU, where reads are free, two more
+flags let idle steps skip the merge. The step itself is OpenNMT-py's (``_expand``), with an exact two-pass
+top-k (``top_k``) in place of the partial sort, the one part of the step that costs more than the rest of
+the search together.
 
 Exact log-probabilities. Under ``-length_penalty avg|wu`` OpenNMT-py recovers each item's log-probability as
 ``score * penalty`` after dividing it by the penalty, which can drift by a few ulps. Certified rules need the
@@ -33,6 +36,7 @@ from onmt.translate.beam_search import BeamSearch
 
 from onmt_optimal.scoring import ScoringRule, StepView
 from onmt_optimal.stopping import StoppingRule, StopView
+from onmt_optimal.top_k import top_k
 
 NEG_INF = float("-inf")
 #: OpenNMT-py's mask for completed items (beam_search.py); their children never outrank a live item
@@ -87,6 +91,7 @@ class CertifiedBeamSearch(BeamSearch):
         self._stop_step = torch.zeros((B, R), dtype=torch.long, device=dev)  # 0 while the rule runs
         self._stop_code = torch.zeros((B, R), dtype=torch.long, device=dev)
         self._stop_completed = torch.zeros((B, R), dtype=torch.long, device=dev)
+        self._host_flags = dev.type == "cpu"
         self._predicted = torch.tensor(
             [stop.certified and not score.bound_is_proof for score, stop in self.rules], device=dev
         )
@@ -97,13 +102,13 @@ class CertifiedBeamSearch(BeamSearch):
         B = log_probs.shape[0] // self.beam_size
         vocab_size = log_probs.size(-1)
         parent_live = self._live
-        super().advance(log_probs, attn)  # stock: top-k, back-pointers, alive_seq/attn, max-length flags
+        self._expand(log_probs, attn)  # OpenNMT-py's step: top-k, back-pointers, alive_seq/attn
         beam = self.beam_size
         t = len(self) - 1  # tokens generated, this step's included
         T = self.max_length
         at_max = t >= T
 
-        # exact cumulative log p of each chosen item: stock added the previous scores into log_probs in place
+        # exact cumulative log p of each chosen item: _expand added the previous scores into log_probs in place
         if self.global_scorer.has_len_pen:
             flat_ids = self.select_indices * vocab_size + self.topk_ids.view(-1)
             log_prob = log_probs.view(-1).gather(0, flat_ids).view(B, beam)
@@ -132,7 +137,9 @@ class CertifiedBeamSearch(BeamSearch):
             stock_score=self.topk_scores,
         )
         running = self._stop_step == 0  # (B, R): rules not yet done with the example
-        if bool(completed.any()):  # most steps complete nothing: skip the merge
+        # most steps complete nothing and stop nothing: on CPU, where reading a flag costs no device
+        # synchronisation, skip that work; elsewhere do it blindly and read one flag a step, as stock does
+        if not self._host_flags or bool(completed.any()):
             if len(self.rules) == 1:
                 finals = self.scoring.final(view).unsqueeze(1)
             else:
@@ -159,7 +166,7 @@ class CertifiedBeamSearch(BeamSearch):
                 )))
             newly = running & (done_now[0].unsqueeze(1) if len(done_now) == 1 else torch.stack(done_now, dim=1))
         any_done = False
-        if bool(newly.any()):
+        if not self._host_flags or bool(newly.any()):
             if at_max:
                 code = torch.full_like(self._stop_code, _MAX_LENGTH)
             else:
@@ -177,6 +184,59 @@ class CertifiedBeamSearch(BeamSearch):
         self._live = live.view(-1)
         # the decode loop calls update_finished() only when this says an example is done
         self.is_finished_list = [[any_done]]
+
+    def _expand(self, log_probs, attn):
+        """OpenNMT-py's step (``BeamSearchBase.advance`` of 3.5.1, statement for statement) but for two things:
+        the top-k is ``top_k.top_k`` (exact, cheaper on CPU) and nothing is copied to the host per item
+        (stock's ``is_finished_list``; ``advance`` answers the decode loop with one flag instead)."""
+        vocab_size = log_probs.size(-1)
+        _B = log_probs.shape[0] // self.beam_size
+        if self._stepwise_cov_pen and self._prev_penalty is not None:
+            self.topk_log_probs += self._prev_penalty
+            self.topk_log_probs -= self.global_scorer.cov_penalty(
+                self._coverage + attn, self.global_scorer.beta
+            ).view(_B, self.beam_size)
+        step = len(self)
+        self.ensure_min_length(log_probs)
+        self.ensure_unk_removed(log_probs)
+        log_probs += self.topk_log_probs.view(_B * self.beam_size, 1)
+        # the score if the sequence ends now: its length counts the EOS
+        length_penalty = self.global_scorer.length_penalty(step + 1, alpha=self.global_scorer.alpha)
+        curr_scores = log_probs / length_penalty if length_penalty != 1 else log_probs
+        self.block_ngram_repeats(curr_scores)
+        self.topk_scores, self.topk_ids = self._pick(curr_scores)
+        self.topk_log_probs = self.topk_scores * length_penalty
+        self._batch_index = self.topk_ids // vocab_size + self._beam_offset[:_B].unsqueeze(1)
+        self.select_indices = self._batch_index.view(_B * self.beam_size)
+        self.topk_ids %= vocab_size
+        self.alive_seq = torch.cat(
+            [self.alive_seq[self.select_indices], self.topk_ids.view(_B * self.beam_size, 1)], -1
+        )
+        self.maybe_update_forbidden_tokens()
+        if self.return_attention or self._cov_pen:
+            current_attn = attn[self.select_indices]
+            if step == 1:
+                self.alive_attn = current_attn
+                if self._cov_pen:
+                    self._prev_penalty = torch.zeros_like(self.topk_log_probs)
+                    self._coverage = current_attn
+            else:
+                self.alive_attn = torch.cat([self.alive_attn[self.select_indices], current_attn], 1)
+                if self._cov_pen:
+                    self._coverage = self._coverage[self.select_indices]
+                    self._coverage += current_attn
+                    self._prev_penalty = self.global_scorer.cov_penalty(
+                        self._coverage, beta=self.global_scorer.beta
+                    ).view(_B, self.beam_size)
+        if self._vanilla_cov_pen:
+            cov_penalty = self.global_scorer.cov_penalty(self._coverage, beta=self.global_scorer.beta)
+            self.topk_scores -= cov_penalty.view(_B, self.beam_size).float()
+
+    def _pick(self, log_probs):
+        """Stock's ``_pick`` with the exact two-pass top-k (see ``top_k``)."""
+        vocab_size = log_probs.size(-1)
+        log_probs = self.target_prefixing(log_probs)
+        return top_k(log_probs.reshape(-1, self.beam_size * vocab_size), self.beam_size)
 
     def _collect(self, completed, score, log_prob, out_len, t):
         """Merge this step's completed items (``completed``: (B, R, beam)) into each rule's top-``n_best`` list.

@@ -13,6 +13,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from onmt_optimal import top_k
 from onmt_optimal.beam_search import CertifiedBeamSearch
 from onmt_optimal.scoring import BoundedWordReward, BPNorm, StockScore, WordReward
 from onmt_optimal.stopping import STOPPING_RULES
@@ -63,6 +64,7 @@ def cases(draw, rules=tuple(RULES)):
         reward=draw(st.sampled_from([0.0, 0.5, 1.0, 1.3, 3.0])),
         ratio=draw(st.sampled_from([0.5, 1.0, 1.27, 2.0])),
         alpha=draw(st.sampled_from([0.6, 1.0, 2.0])),
+        group=draw(st.sampled_from([1, 2, None])),  # top_k's group size: 1 and 2 reach its two-pass path
     )
 
 
@@ -72,7 +74,11 @@ def decode(case, stop, examples=None, n_best=None, bound="exact"):
     model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
     strategy = build(case["rule"], stop, case["beam"], len(examples), n_best or case["n_best"],
                      case["max_length"], case["reward"], case["ratio"], case["alpha"], bound)
-    run_strategy(strategy, model, examples, src_lens)
+    saved, top_k.GROUP = top_k.GROUP, case.get("group") or top_k.GROUP
+    try:
+        run_strategy(strategy, model, examples, src_lens)
+    finally:
+        top_k.GROUP = saved
     return strategy
 
 

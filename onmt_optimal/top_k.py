@@ -1,0 +1,61 @@
+"""Exact top-k of the beam's candidate scores, in two cheap passes instead of a partial sort over all of them.
+
+Each step a beam picks, per example, the ``k`` best of ``beam x |V|`` candidate scores. ``torch.topk`` on CPU
+partially sorts every candidate (about 1.5 ns each: 4 ms a step at b = 10, |V| = 8k, batch 32, which is more
+than all of the rest of the search bookkeeping together). ``top_k`` returns the same ``k`` from
+
+1. one elementwise-max pass: the ``N`` candidates of a row fall into ``n = N // G`` strided groups (group ``j``
+   holds candidates ``j, j + n, j + 2n, ...``; the last ``N - nG`` candidates stay loose), and ``m_j`` is the
+   maximum of group ``j``;
+2. the ``k`` groups with the largest maxima. Let ``M_k`` be the ``k``-th largest ``m_j``. Those ``k`` groups
+   each hold a candidate ``>= M_k``, so the ``k``-th best candidate is ``>= M_k``, and every candidate that
+   can enter the top ``k`` (ties included) lies in a group whose maximum is ``>= M_k``. When exactly ``k``
+   groups reach ``M_k`` (the ``k+1``-th maximum is smaller) they are the chosen groups, and the ``k G`` candidates in them (plus the loose ones)
+   hold the answer: a stable sort of those few, in index order, finishes the job.
+
+Invariant: ``top_k(scores, k)`` equals ``scores.sort(dim=1, descending=True, stable=True)`` cut at ``k``,
+values and indices: the ``k`` largest values, ties broken by the lower index, which in a beam is the
+higher-ranked parent item, then the lower token id (the rule of a plain stable sort, and of the reference
+beam in ``tests/synthetic.py``). A row where more than ``k`` groups tie at ``M_k`` (equal float sums, NaN)
+sends the whole batch to that full stable sort, so the invariant holds for every input.
+
+The two passes pay off on CPU, where the check above costs no device synchronisation. On an accelerator,
+``torch.topk`` is already fast and is used as it is, as stock OpenNMT-py does; exact ties at the ``k``-th
+place are then broken as ``torch.topk`` breaks them.
+"""
+from __future__ import annotations
+
+import torch
+
+#: candidates per group: the first pass reads every candidate once, the sort reads ``k * GROUP``
+GROUP = 16
+
+
+def top_k(scores: torch.Tensor, k: int, group: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` best entries of each row of ``scores`` (``(B, N)``): ``(values, indices)``, each ``(B, k)``.
+
+    ``group`` defaults to ``GROUP``, read at call time (tests shrink it to reach the two-pass path on tiny
+    vocabularies)."""
+    if scores.device.type != "cpu":
+        return torch.topk(scores, k, dim=1)
+    group = group or GROUP
+    B, N = scores.shape
+    n = N // group
+    if n < 4 * k:  # few candidates: a full sort is cheap
+        return _stable_top_k(scores, k)
+    group_max = scores[:, : n * group].view(B, group, n).amax(dim=1)  # (B, n)
+    best, chosen = torch.topk(group_max, k + 1, dim=1)
+    if not bool((best[:, k] < best[:, k - 1]).all()):  # a group ties the k-th at M_k (or NaN): no shortcut
+        return _stable_top_k(scores, k)
+    members = (chosen[:, :k].unsqueeze(2) + n * torch.arange(group, device=scores.device)).view(B, k * group)
+    loose = N - n * group
+    if loose:
+        members = torch.cat([members, torch.arange(n * group, N, device=scores.device).expand(B, loose)], dim=1)
+    members = members.sort(dim=1).values  # index order, so that the stable sort breaks ties by index
+    values, order = torch.sort(scores.gather(1, members), dim=1, descending=True, stable=True)
+    return values[:, :k].contiguous(), members.gather(1, order[:, :k])
+
+
+def _stable_top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    values, indices = torch.sort(scores, dim=1, descending=True, stable=True)
+    return values[:, :k].contiguous(), indices[:, :k].contiguous()
