@@ -37,6 +37,7 @@ from onmt.translate.beam_search import BeamSearch
 from onmt_optimal.scoring import ScoringRule, StepView
 from onmt_optimal.stopping import StoppingRule, StopView
 from onmt_optimal.top_k import top_k
+from onmt_optimal import patch
 
 NEG_INF = float("-inf")
 #: OpenNMT-py's mask for completed items (beam_search.py); their children never outrank a live item
@@ -124,9 +125,9 @@ class CertifiedBeamSearch(BeamSearch):
         real = parent_live[self.select_indices].view(B, beam) & torch.isfinite(log_prob)
         if self._shrinks:  # only the example's current width of top items is its beam
             real &= torch.arange(beam, device=real.device).unsqueeze(0) < self._width.unsqueeze(1)
-        ended = eos | at_max  # at max_length every item is finished by force, as in stock
-        completed = real & ended
-        live = real & ~ended
+        # at max_length every item is finished by force, as in stock
+        completed = real if at_max else real & eos
+        live = real ^ completed
 
         view = StepView(
             log_prob=log_prob,
@@ -136,7 +137,8 @@ class CertifiedBeamSearch(BeamSearch):
             max_length=T,
             stock_score=self.topk_scores,
         )
-        running = self._stop_step == 0  # (B, R): rules not yet done with the example
+        # rules not yet done with each example, (B, R); with one rule, every example still in the batch
+        running = self._stop_step == 0 if len(self.rules) > 1 else None
         # most steps complete nothing and stop nothing: on CPU, where reading a flag costs no device
         # synchronisation, skip that work; elsewhere do it blindly and read one flag a step, as stock does
         if not self._host_flags or bool(completed.any()):
@@ -144,18 +146,19 @@ class CertifiedBeamSearch(BeamSearch):
                 finals = self.scoring.final(view).unsqueeze(1)
             else:
                 finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)  # (B, R, beam)
-            self._collect(completed.unsqueeze(1) & running.unsqueeze(2), finals, log_prob, view.out_len, t)
+            collect = completed.unsqueeze(1) if running is None else completed.unsqueeze(1) & running.unsqueeze(2)
+            self._collect(collect, finals, log_prob, view.out_len, t)
             counts = completed.sum(dim=1)
             self._n_completed = self._n_completed + counts
             if self._shrinks:
                 self._width = self._width - counts
 
         if at_max:
-            newly = running
+            newly = torch.ones_like(self._stop_step, dtype=torch.bool) if running is None else running
         else:
             done_now = []
             for r, (score, stop) in enumerate(self.rules):
-                bound = torch.where(live, score.bound(view), NEG_INF).max(dim=1).values if stop.needs_bound else None
+                bound = score.bound(view).masked_fill(~live, NEG_INF).amax(dim=1) if stop.needs_bound else None
                 done_now.append(stop.done(StopView(
                     top_finished=completed[:, 0],
                     n_completed=self._n_completed,
@@ -164,7 +167,7 @@ class CertifiedBeamSearch(BeamSearch):
                     width=self._width,
                     n_best=self.n_best,
                 )))
-            newly = running & (done_now[0].unsqueeze(1) if len(done_now) == 1 else torch.stack(done_now, dim=1))
+            newly = done_now[0].unsqueeze(1) if running is None else running & torch.stack(done_now, dim=1)
         any_done = False
         if not self._host_flags or bool(newly.any()):
             if at_max:
@@ -359,3 +362,6 @@ class CertifiedBeamSearch(BeamSearch):
                 results[-1]["tokens"] = tokens[:-1] if tokens and tokens[-1] == self.eos else tokens
             self.search_stats[b] = {k: v for k, v in results[0].items() if k != "tokens"}
             self.rule_results[b] = results
+
+
+patch.resume(__name__)  # finish patching OpenNMT-py if this module was the first to import it (patch.py)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from onmt.constants import CorpusTask, DefaultTokens
 from onmt.inputters import text_utils
+from onmt_optimal import patch
 
 PLACEHOLDER = DefaultTokens.UNK
 _pending: set = set()
@@ -49,3 +50,6 @@ def process_keeping_empty(task, bucket, **kwargs):
             by_key[key] = ex
         out.append(by_key[key])
     return out or None
+
+
+patch.resume(__name__)  # finish patching OpenNMT-py if this module was the first to import it (patch.py)

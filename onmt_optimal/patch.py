@@ -12,6 +12,10 @@
 * ``onmt.inputters.dynamic_iterator.process`` keeps empty source lines at inference;
 * ``onmt.model_builder.load_test_model`` reports a file that is not an OpenNMT checkpoint in one line.
 
+When one of the modules ``apply`` installs (``translator``, ``beam_search``, ``empty_lines``) is what first
+imports OpenNMT-py, it is only half built at that moment; ``apply`` then waits, and that module calls
+``resume(__name__)`` as its last statement.
+
 ``apply_cli()`` wraps ``onmt.bin.translate.main`` so those errors end the command with a one-line message and a
 non-zero exit status instead of a traceback.
 """
@@ -22,17 +26,34 @@ import functools
 import sys
 
 _applied = False
+_pending = False
+#: the modules of ours that ``apply`` installs into OpenNMT-py
+_INSTALLED = ("onmt_optimal.translator", "onmt_optimal.beam_search", "onmt_optimal.empty_lines")
 
 
 class CheckpointError(RuntimeError):
     """The model file is missing or is not an OpenNMT-py checkpoint."""
 
 
-def apply() -> None:
-    global _applied
+def _half_built(name: str) -> bool:
+    module = sys.modules.get(name)
+    return module is not None and getattr(getattr(module, "__spec__", None), "_initializing", False)
+
+
+def resume(name: str) -> None:
+    """Called by each module of ``_INSTALLED`` once built: run an ``apply`` that had to wait for it."""
+    if _pending and not any(_half_built(other) for other in _INSTALLED if other != name):
+        apply(waiting_for=name)
+
+
+def apply(waiting_for: str | None = None) -> None:
+    global _applied, _pending
     if _applied:
         return
-    _applied = True
+    if any(_half_built(name) for name in _INSTALLED if name != waiting_for):
+        _pending = True  # imported from one of ours, half built: it will call resume()
+        return
+    _applied, _pending = True, False
 
     import torch
 

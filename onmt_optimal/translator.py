@@ -21,6 +21,7 @@ from onmt.translate.translator import Translator
 from onmt_optimal import empty_lines
 from onmt_optimal.beam_search import CertifiedBeamSearch
 from onmt_optimal.options import SearchConfig
+from onmt_optimal import patch
 
 
 class CertifiedTranslator(Translator):
@@ -127,3 +128,6 @@ def _line_key(batch, i):
 
 def _line_order(key):
     return (str(key[0]), key[1])
+
+
+patch.resume(__name__)  # finish patching OpenNMT-py if this module was the first to import it (patch.py)
