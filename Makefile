@@ -49,9 +49,11 @@ reproduce: setup
 	  --test-src $(M30K)/test_2016_flickr.de --test-refs $(M30K)/test_2016_flickr.en \
 	  --out results/multi30k-de-en
 
-# decoding speed against stock OpenNMT-py, side by side (needs work/reproduce/tvsub-zh-en from make reproduce)
+# decoding speed against stock OpenNMT-py, side by side, on the TVsub dev set (about 30 min on 2 CPU cores);
+# BENCH_ARGS='--gpu 0 --out benchmarks/RESULTS-gpu.md' on a GPU machine
 bench: setup
-	$(BIN)/python scripts/bench.py --out benchmarks/RESULTS.md
+	$(BIN)/python scripts/bench.py --src $(TVSUB)/dev.zh --refs $(TVSUB)/dev.en --unescape-moses \
+	  --out benchmarks/RESULTS.md $(BENCH_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -122,7 +122,7 @@ class CertifiedBeamSearch(BeamSearch):
             log_prob = self.topk_log_probs  # score * 1.0: already exact (masked only at the end of this step)
 
         eos = self.topk_ids.eq(self.eos)
-        real = parent_live[self.select_indices].view(B, beam) & torch.isfinite(log_prob)
+        real = parent_live.index_select(0, self.select_indices).view(B, beam) & torch.isfinite(log_prob)
         if self._shrinks:  # only the example's current width of top items is its beam
             real &= torch.arange(beam, device=real.device).unsqueeze(0) < self._width.unsqueeze(1)
         # at max_length every item is finished by force, as in stock
@@ -131,7 +131,7 @@ class CertifiedBeamSearch(BeamSearch):
 
         view = StepView(
             log_prob=log_prob,
-            out_len=t - eos.long(),
+            out_len=None,  # filled in below, only on steps that complete something (no rule's bound reads it)
             src_len=self._src_len,
             step=t,
             max_length=T,
@@ -142,6 +142,7 @@ class CertifiedBeamSearch(BeamSearch):
         # most steps complete nothing and stop nothing: on CPU, where reading a flag costs no device
         # synchronisation, skip that work; elsewhere do it blindly and read one flag a step, as stock does
         if not self._host_flags or bool(completed.any()):
+            view.out_len = t - eos.long()
             if len(self.rules) == 1:
                 finals = self.scoring.final(view).unsqueeze(1)
             else:
@@ -247,6 +248,8 @@ class CertifiedBeamSearch(BeamSearch):
         Stable sort: among equal scores the earlier hypothesis stays first, then the higher-ranked beam item."""
         B, R, beam = completed.shape
         K = self.n_best
+        if K == 1:
+            return self._collect_best(completed, score, log_prob, out_len, t)
         score = torch.where(completed, score, NEG_INF)
         all_score = torch.cat([self._kept_score, score], dim=2)
         order = torch.sort(all_score, dim=2, descending=True, stable=True).indices[:, :, :K]
@@ -273,6 +276,33 @@ class CertifiedBeamSearch(BeamSearch):
                 self._kept_attn = attn.new_zeros((B, R, K, T, S))
             all_attn = torch.cat([self._kept_attn, attn], dim=2)
             self._kept_attn = all_attn.gather(2, order.view(B, R, K, 1, 1).expand(B, R, K, T, S))
+
+    def _collect_best(self, completed, score, log_prob, out_len, t):
+        """``_collect`` for ``n_best = 1``, the usual case, in fewer tensor operations: the stable sort becomes
+        a max (the first of equal scores is the higher-ranked item; a tie with the kept one keeps it)."""
+        B, R, beam = completed.shape
+        best, arg = torch.where(completed, score, NEG_INF).max(dim=2)  # (B, R)
+        better = best > self._kept_score[:, :, 0]
+        if self._host_flags and not bool(better.any()):
+            return
+        update = better.unsqueeze(2)  # (B, R, 1)
+        self._kept_score = torch.where(update, best.unsqueeze(2), self._kept_score)
+        self._kept_log_prob = torch.where(update, log_prob.gather(1, arg).unsqueeze(2), self._kept_log_prob)
+        self._kept_len = torch.where(update, out_len.gather(1, arg).unsqueeze(2), self._kept_len)
+        self._kept_steps = self._kept_steps.masked_fill(update, t)
+
+        T = self._kept_seq.shape[3]
+        seq = self.alive_seq.view(B, beam, -1)[:, :, 1:].gather(1, arg.unsqueeze(2).expand(B, R, t))  # (B, R, t)
+        seq = torch.nn.functional.pad(seq, (0, T - t), value=self.pad).unsqueeze(2)
+        self._kept_seq = torch.where(update.unsqueeze(3), seq, self._kept_seq)
+
+        if self.alive_attn is not None:
+            S = self.alive_attn.size(-1)
+            attn = self.alive_attn.view(B, beam, t, S).gather(1, arg.view(B, R, 1, 1).expand(B, R, t, S))
+            attn = torch.nn.functional.pad(attn, (0, 0, 0, T - t)).unsqueeze(2)  # (B, R, 1, T, S)
+            if self._kept_attn is None or self._kept_attn.size(-1) != S:
+                self._kept_attn = attn.new_zeros((B, R, 1, T, S))
+            self._kept_attn = torch.where(update.view(B, R, 1, 1, 1), attn, self._kept_attn)
 
     # ------------------------------------------------------------------ examples leave the batch
     _PER_EXAMPLE = ("_src_len", "_kept_score", "_kept_log_prob", "_kept_len", "_kept_steps", "_kept_seq",

@@ -40,7 +40,7 @@ class StepView:
     """What a scoring rule may look at for the ``(B, beam)`` items of one decoding step."""
 
     log_prob: torch.Tensor  # (B, beam) float: cumulative log p(y_<=t | x) of each item
-    out_len: torch.Tensor  # (B, beam) long: |y| of the item if it ends now (EOS excluded)
+    out_len: torch.Tensor | None  # (B, beam) long: |y| of the item if it ends now (EOS excluded); final() only
     src_len: torch.Tensor  # (B,) float: |x|
     step: int  # t
     max_length: int  # T

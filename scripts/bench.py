@@ -28,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 VARIANTS = ["stock", "default", "optimal", "optimal+r"]
 
@@ -161,45 +162,57 @@ def bench_sweep(session, src, refs, beams, rewards, ratio):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default="configs/tvsub-zh-en/translate.yaml")
-    parser.add_argument("--src", default="work/reproduce/tvsub-zh-en/dev.src",
-                        help="cleaned source (make reproduce writes it; else pass one)")
-    parser.add_argument("--refs", nargs="*", default=["work/reproduce/tvsub-zh-en/dev.ref0"])
+    parser.add_argument("--src", default="../shared/data/tvsub-zh-en/dev.zh", help="raw dev source")
+    parser.add_argument("--refs", nargs="*", default=["../shared/data/tvsub-zh-en/dev.en"],
+                        help="raw dev references (for the length ratio and the sweep's BLEU)")
+    parser.add_argument("--unescape-moses", action="store_true",
+                        help="undo Moses escapes, as the TVsub model's training data was (scripts/prepare_data.py)")
     parser.add_argument("--lines", type=int, default=320, help="first N source lines")
     parser.add_argument("--beams", default="1,5,10,20")
     parser.add_argument("--batches", default="1,32")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reward", type=float, default=1.2)
-    parser.add_argument("--sweep-lines", type=int, default=200)
-    parser.add_argument("--gpu", type=int, default=-1)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--sweep-lines", type=int, default=200, help="0: skip the sweep timing")
+    parser.add_argument("--gpu", type=int, default=None, help="GPU id (default: 0 when CUDA is available, else CPU)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (1: steady timings; more oversubscribe a 2-core machine)")
     parser.add_argument("--out", default="benchmarks/RESULTS.md")
     args = parser.parse_args()
 
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.gpu is None:
+        args.gpu = 0 if torch.cuda.is_available() else -1
     from onmt_optimal.length_ratio import estimate_with_model
     from onmt_optimal.session import Session
 
+    from reproduce import clean_copy
+
     work = ROOT / "work" / "bench"
     work.mkdir(parents=True, exist_ok=True)
-    lines = Path(args.src).read_text(encoding="utf-8").splitlines()
+    # cleaned as the training data was (whitespace, Moses escapes), like scripts/reproduce.py does
+    clean_src = clean_copy(args.src, work / "dev.src", args.unescape_moses)
+    clean_refs = [clean_copy(r, work / f"dev.ref{i}", args.unescape_moses) for i, r in enumerate(args.refs)]
+    lines = clean_src.read_text(encoding="utf-8").splitlines()
     src = work / "bench.src"
     src.write_text("\n".join(lines[: args.lines]) + "\n", encoding="utf-8")
     session = Session(["-config", args.config, "-gpu", str(args.gpu)])
     sync = torch.cuda.synchronize if args.gpu >= 0 else (lambda: None)
     timer = ForwardTimer(session.translator, sync)
-    refs = [Path(r).read_text(encoding="utf-8").splitlines() for r in args.refs]
+    refs = [r.read_text(encoding="utf-8").splitlines() for r in clean_refs]
     ratio = estimate_with_model(session, lines, refs).corpus
     device = torch.cuda.get_device_name(args.gpu) if args.gpu >= 0 else f"CPU ({args.threads} threads)"
 
     rows = bench_decoding(session, timer, src, min(args.lines, len(lines)), [int(b) for b in args.beams.split(",")],
                           [int(b) for b in args.batches.split(",")], args.rounds, args.reward, ratio, sync)
-    sweep_src = work / "sweep.src"
-    sweep_src.write_text("\n".join(lines[: args.sweep_lines]) + "\n", encoding="utf-8")
-    sweep = bench_sweep(session, sweep_src, [r[: args.sweep_lines] for r in refs], list(range(1, 21)),
-                        [0, 0.5, 1, 1.1, 1.2, 1.3, 1.4, 1.5], ratio)
-    print(f"sweep: {sweep}")
+    sweep = None
+    if args.sweep_lines > 0:
+        sweep_src = work / "sweep.src"
+        sweep_src.write_text("\n".join(lines[: args.sweep_lines]) + "\n", encoding="utf-8")
+        sweep = bench_sweep(session, sweep_src, [r[: args.sweep_lines] for r in refs], list(range(1, 21)),
+                            [0, 0.5, 1, 1.1, 1.2, 1.3, 1.4, 1.5], ratio)
+        print(f"sweep: {sweep}")
     meta = {"device": device, "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
             "config": args.config, "lines": args.lines, "rounds": args.rounds, "reward": args.reward,
             "ratio": ratio, "sweep_lines": args.sweep_lines}
@@ -228,6 +241,8 @@ def report(meta, rows, sweep) -> str:
             if "stock" in get and "optimal" in get:
                 lines.append(f"- batch {batch}, b = {beam}: "
                              f"{get['stock']['mean_steps'] - get['optimal']['mean_steps']:.2f}")
+    if sweep is None:
+        return "\n".join(lines + [""])
     lines += ["", f"Sweep of {sweep['configurations']} (r, b) configurations on {meta['sweep_lines']} sentences: "
               f"one decode per beam size {sweep['joint_seconds']:.1f} s, separate decodes "
               f"{sweep['separate_seconds']:.1f} s, speed-up x{sweep['speedup']:.2f}; identical BLEU, length "
