@@ -80,7 +80,9 @@ class CertifiedBeamSearch(BeamSearch):
         self._src_len = src_len.to(device=dev, dtype=torch.float)  # (B,) |x|, per example
         # live[r] is True while beam row r holds a real prefix: not completed, not a child of a completed
         # item (those only refill slots once every real prefix is gone) and not of -inf score
-        self._live = torch.ones(B * beam, dtype=torch.bool, device=dev)
+        self._live = torch.zeros(B, beam, dtype=torch.bool, device=dev)
+        self._live[:, 0] = True  # OpenNMT-py starts each beam from one item (the others score -inf)
+        self._live = self._live.view(-1)
         self._kept_score = torch.full((B, R, K), NEG_INF, dtype=fdt, device=dev)
         self._kept_log_prob = torch.full((B, R, K), NEG_INF, dtype=fdt, device=dev)
         self._kept_len = torch.zeros((B, R, K), dtype=torch.long, device=dev)  # |y|
@@ -122,7 +124,9 @@ class CertifiedBeamSearch(BeamSearch):
             log_prob = self.topk_log_probs  # score * 1.0: already exact (masked only at the end of this step)
 
         eos = self.topk_ids.eq(self.eos)
-        real = parent_live.index_select(0, self.select_indices).view(B, beam) & torch.isfinite(log_prob)
+        # children of live items; one that scores -inf could enter the beam only if fewer than beam candidates
+        # were finite, and it would then complete or stay in the beam harmlessly at -inf
+        real = parent_live.index_select(0, self.select_indices).view(B, beam)
         if self._shrinks:  # only the example's current width of top items is its beam
             real &= torch.arange(beam, device=real.device).unsqueeze(0) < self._width.unsqueeze(1)
         # at max_length every item is finished by force, as in stock
@@ -141,7 +145,8 @@ class CertifiedBeamSearch(BeamSearch):
         running = self._stop_step == 0 if len(self.rules) > 1 else None
         # most steps complete nothing and stop nothing: on CPU, where reading a flag costs no device
         # synchronisation, skip that work; elsewhere do it blindly and read one flag a step, as stock does
-        if not self._host_flags or bool(completed.any()):
+        some_completed = not self._host_flags or bool(completed.any())
+        if some_completed:
             view.out_len = t - eos.long()
             if len(self.rules) == 1:
                 finals = self.scoring.final(view).unsqueeze(1)
@@ -156,21 +161,24 @@ class CertifiedBeamSearch(BeamSearch):
 
         if at_max:
             newly = torch.ones_like(self._stop_step, dtype=torch.bool) if running is None else running
+        elif beam == 1:  # a beam of one item: every rule stops when it completes, as no live item is left
+            newly = completed.expand(B, len(self.rules))
         else:
             done_now = []
             for r, (score, stop) in enumerate(self.rules):
-                bound = score.bound(view).masked_fill(~live, NEG_INF).amax(dim=1) if stop.needs_bound else None
+                bound = torch.where(live, score.bound(view), NEG_INF).amax(dim=1) if stop.needs_bound else None
                 done_now.append(stop.done(StopView(
-                    top_finished=completed[:, 0],
+                    completed=completed,
                     n_completed=self._n_completed,
-                    kth_score=self._kept_score[:, r, -1],
+                    kept_score=self._kept_score[:, r] if len(self.rules) > 1 else self._kept_score.view(B, -1),
                     best_bound=bound,
                     width=self._width,
                     n_best=self.n_best,
                 )))
-            newly = done_now[0].unsqueeze(1) if running is None else running & torch.stack(done_now, dim=1)
+            newly = done_now[0] if running is None else running & torch.stack(done_now, dim=1)
         any_done = False
-        if not self._host_flags or bool(newly.any()):
+        if not self._host_flags or (some_completed if beam == 1 else bool(newly.any())):
+            newly = newly.view(B, -1)
             if at_max:
                 code = torch.full_like(self._stop_code, _MAX_LENGTH)
             else:
@@ -190,9 +198,11 @@ class CertifiedBeamSearch(BeamSearch):
         self.is_finished_list = [[any_done]]
 
     def _expand(self, log_probs, attn):
-        """OpenNMT-py's step (``BeamSearchBase.advance`` of 3.5.1, statement for statement) but for two things:
-        the top-k is ``top_k.top_k`` (exact, cheaper on CPU) and nothing is copied to the host per item
-        (stock's ``is_finished_list``; ``advance`` answers the decode loop with one flag instead)."""
+        """OpenNMT-py's step (``BeamSearchBase.advance`` of 3.5.1, statement for statement) but for three things:
+        the top-k is ``top_k.top_k`` (exact, cheaper on CPU), nothing is copied to the host per item (stock's
+        ``is_finished_list``; ``advance`` answers the decode loop with one flag instead), and a product with a
+        length penalty of 1 is skipped. Each tensor operation costs 10-40 us here even on tiny tensors (the
+        forward pass has just evicted the caches), so at batch 1 their number, not their size, is the cost."""
         vocab_size = log_probs.size(-1)
         _B = log_probs.shape[0] // self.beam_size
         if self._stepwise_cov_pen and self._prev_penalty is not None:
@@ -209,7 +219,10 @@ class CertifiedBeamSearch(BeamSearch):
         curr_scores = log_probs / length_penalty if length_penalty != 1 else log_probs
         self.block_ngram_repeats(curr_scores)
         self.topk_scores, self.topk_ids = self._pick(curr_scores)
-        self.topk_log_probs = self.topk_scores * length_penalty
+        if length_penalty == 1 and not self._vanilla_cov_pen:
+            self.topk_log_probs = self.topk_scores  # stock multiplies by 1.0: the same numbers, one op less
+        else:
+            self.topk_log_probs = self.topk_scores * length_penalty
         self._batch_index = self.topk_ids // vocab_size + self._beam_offset[:_B].unsqueeze(1)
         self.select_indices = self._batch_index.view(_B * self.beam_size)
         self.topk_ids %= vocab_size

@@ -14,14 +14,26 @@ import torch
 
 @dataclass
 class StopView:
-    """Per-example facts after the completed hypotheses of this step have been collected. Shapes ``(B,)``."""
+    """Per-example facts after the completed hypotheses of this step have been collected. Shapes ``(B,)``.
 
-    top_finished: torch.Tensor  # bool: the top item of this step's beam is a completed hypothesis
+    ``top_finished`` and ``kth_score`` are sliced on first use (a rule reads one or the other)."""
+
+    completed: torch.Tensor  # (B, beam) bool: items of this step's beam that are completed hypotheses
     n_completed: torch.Tensor  # long: completed hypotheses collected so far
-    kth_score: torch.Tensor  # float: n_best-th best completed score so far (-inf if fewer than n_best)
+    kept_score: torch.Tensor  # (B, n_best) float: best completed scores so far, sorted (-inf: none yet)
     best_bound: torch.Tensor | None  # float: max bound over live items (-inf if none); None unless needs_bound
     width: torch.Tensor  # long: the example's beam size now (shrinks only under ``Shrinking``)
     n_best: int
+
+    @property
+    def top_finished(self) -> torch.Tensor:
+        """bool: the top item of this step's beam is a completed hypothesis."""
+        return self.completed[:, 0]
+
+    @property
+    def kth_score(self) -> torch.Tensor:
+        """float: the n_best-th best completed score so far (-inf if fewer than n_best)."""
+        return self.kept_score[:, -1]
 
 
 class StoppingRule:

@@ -19,6 +19,9 @@ higher-ranked parent item, then the lower token id (the rule of a plain stable s
 beam in ``tests/synthetic.py``). A row where more than ``k`` groups tie at ``M_k`` (equal float sums, NaN)
 sends the whole batch to that full stable sort, so the invariant holds for every input.
 
+Small problems (batch 1, small beams) take fewer operations instead: a max for ``k = 1``, and ``torch.topk``
+of ``k + 1`` when those values are all distinct (then no tie can be broken differently).
+
 The two passes pay off on CPU, where the check above costs no device synchronisation. On an accelerator,
 ``torch.topk`` is already fast and is used as it is, as stock OpenNMT-py does; exact ties at the ``k``-th
 place are then broken as ``torch.topk`` breaks them.
@@ -29,6 +32,8 @@ import torch
 
 #: candidates per group: the first pass reads every candidate once, the sort reads ``k * GROUP``
 GROUP = 16
+#: at most this many scores in all (batch 1, small beams), fewer tensor operations beat fewer reads
+SMALL = 50_000
 
 
 def top_k(scores: torch.Tensor, k: int, group: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -40,6 +45,12 @@ def top_k(scores: torch.Tensor, k: int, group: int | None = None) -> tuple[torch
         return torch.topk(scores, k, dim=1)
     group = group or GROUP
     B, N = scores.shape
+    if B * N <= SMALL and N > k:
+        if k == 1:  # the first of equal maxima, as the stable sort picks it
+            return scores.max(dim=1, keepdim=True)
+        values, indices = torch.topk(scores, k + 1, dim=1)
+        if bool((values[:, 1:] < values[:, :-1]).all()):  # k + 1 distinct values: no tie to break
+            return values[:, :k].contiguous(), indices[:, :k].contiguous()
     n = N // group
     if n < 4 * k:  # few candidates: a full sort is cheap
         return _stable_top_k(scores, k)

@@ -55,6 +55,48 @@ class ForwardTimer:
         return wrapper
 
 
+class PartTimer:
+    """Splits the time outside the forward pass: the top-k (``_pick``), the rest of each step (``advance``), the
+    examples leaving the batch (``update_finished``); what is left is OpenNMT-py's decode loop (decoder-state
+    reordering, batching). Wraps the stock and our beam search classes alike."""
+
+    PARTS = ("select", "step", "finish")
+
+    def __init__(self, sync):
+        from onmt.translate.beam_search import BeamSearchBase
+
+        from onmt_optimal.beam_search import CertifiedBeamSearch
+
+        self.seconds = dict.fromkeys(self.PARTS, 0.0)
+        self.sync = sync
+        self._depth = 0
+        for cls in (BeamSearchBase, CertifiedBeamSearch):
+            for name, part in (("_pick", "select"), ("advance", "step"), ("update_finished", "finish")):
+                setattr(cls, name, self._timed(cls.__dict__[name], part))
+
+    def reset(self):
+        self.seconds = dict.fromkeys(self.PARTS, 0.0)
+
+    def _timed(self, fn, part):
+        timer = self
+
+        def wrapper(*args, **kwargs):
+            timer.sync()
+            start = time.perf_counter()
+            out = fn(*args, **kwargs)
+            timer.sync()
+            timer.seconds[part] += time.perf_counter() - start
+            return out
+
+        return wrapper
+
+    def split(self):
+        """Seconds per part, the top-k taken out of the step that calls it."""
+        out = dict(self.seconds)
+        out["step"] -= out["select"]
+        return out
+
+
 def search_for(variant: str, reward: float, ratio: float):
     from onmt.translate.beam_search import GNMTGlobalScorer
 
@@ -73,7 +115,7 @@ def search_for(variant: str, reward: float, ratio: float):
     return SearchConfig(stock=False, rules=[rule])  # statistics stay in memory (translator._stats)
 
 
-def run_once(session, timer, src, beam, batch, search, sync):
+def run_once(session, timer, src, beam, batch, search, sync, parts=None):
     from onmt_optimal.translator import ordered
 
     translator = session.translator
@@ -83,6 +125,8 @@ def run_once(session, timer, src, beam, batch, search, sync):
     translator.search = search
     session.engine.opt.src = str(src)
     timer.seconds = 0.0
+    if parts is not None:
+        parts.reset()
     sync()
     start = time.perf_counter()
     with open(os.devnull, "w") as sink:
@@ -94,22 +138,26 @@ def run_once(session, timer, src, beam, batch, search, sync):
     sync()
     total = time.perf_counter() - start
     stats = ordered(translator._stats) if not search.stock else None
-    return total, timer.seconds, [p[0] for p in preds], stats
+    split = parts.split() if parts is not None else None
+    return total, timer.seconds, [p[0] for p in preds], stats, split
 
 
-def bench_decoding(session, timer, src, n_lines, beams, batches, rounds, reward, ratio, sync):
+def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, reward, ratio, sync):
     rows = []
     for batch in batches:
         for beam in beams:
             searches = {v: search_for(v, reward, ratio) for v in VARIANTS}
             run_once(session, timer, src, beam, batch, searches["default"], sync)  # warm-up
             samples = {v: [] for v in VARIANTS}
+            splits = {v: [] for v in VARIANTS}
             outputs, steps = {}, {}
             for k in range(rounds):
                 order = VARIANTS[k % len(VARIANTS):] + VARIANTS[: k % len(VARIANTS)]
                 for v in order:
-                    total, forward, preds, stats = run_once(session, timer, src, beam, batch, searches[v], sync)
+                    total, forward, preds, stats, split = run_once(session, timer, src, beam, batch, searches[v],
+                                                                   sync, parts)
                     samples[v].append((total, forward))
+                    splits[v].append({k: x / total for k, x in split.items()})
                     outputs[v] = preds
                     if stats is not None:
                         steps[v] = [s["steps"] for s in stats]
@@ -125,6 +173,7 @@ def bench_decoding(session, timer, src, n_lines, beams, batches, rounds, reward,
                     "seconds_median": statistics.median(totals),
                     "speed_vs_stock": statistics.median(ratios),
                     "outside_forward": statistics.median([1 - f / t for t, f in samples[v]]),
+                    **{f"share_{k}": statistics.median([sp[k] for sp in splits[v]]) for k in PartTimer.PARTS},
                     "total_steps": sum(steps[v]), "mean_steps": sum(steps[v]) / len(steps[v]),
                 })
                 print(f"batch {batch:2d} beam {beam:2d} {v:10s} {rows[-1]['sent_per_s']:8.1f} sent/s  "
@@ -200,11 +249,12 @@ def main() -> None:
     session = Session(["-config", args.config, "-gpu", str(args.gpu)])
     sync = torch.cuda.synchronize if args.gpu >= 0 else (lambda: None)
     timer = ForwardTimer(session.translator, sync)
+    parts = PartTimer(sync)
     refs = [r.read_text(encoding="utf-8").splitlines() for r in clean_refs]
     ratio = estimate_with_model(session, lines, refs).corpus
     device = torch.cuda.get_device_name(args.gpu) if args.gpu >= 0 else f"CPU ({args.threads} threads)"
 
-    rows = bench_decoding(session, timer, src, min(args.lines, len(lines)), [int(b) for b in args.beams.split(",")],
+    rows = bench_decoding(session, timer, parts, src, min(args.lines, len(lines)), [int(b) for b in args.beams.split(",")],
                           [int(b) for b in args.batches.split(",")], args.rounds, args.reward, ratio, sync)
     sweep = None
     if args.sweep_lines > 0:
@@ -228,11 +278,20 @@ def report(meta, rows, sweep) -> str:
              f"`python scripts/bench.py` on {meta['machine']}; model config `{meta['config']}`, first "
              f"{meta['lines']} dev sentences, -length_penalty none, {meta['rounds']} rotating rounds after a "
              f"warm-up, medians. optimal+r: r = {meta['reward']}, rho = {meta['ratio']:.4f}.", "",
-             "| batch | beam | variant | sent/s | x stock | outside forward | mean steps | total steps |",
-             "|---:|---:|---|---:|---:|---:|---:|---:|"]
+             "Outside forward = share of decode time outside the model's forward pass (encoder, decoder step, "
+             "generator, softmax), split into the beam's top-k, the rest of its step (for ours: the search "
+             "bookkeeping), examples leaving the batch, and the remainder: OpenNMT-py's decode loop and pipeline "
+             "(decoder-state reordering, reading, batching, transforms, writing). x stock: median over rounds of stock's time / this variant's time in the "
+             "same round.", "",
+             "| batch | beam | variant | sent/s | x stock | outside forward | top-k | step | leaving | other "
+             "| mean steps | total steps |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        loop = r["outside_forward"] - r["share_select"] - r["share_step"] - r["share_finish"]
         lines.append(f"| {r['batch']} | {r['beam']} | {r['variant']} | {r['sent_per_s']:.1f} | "
-                     f"{r['speed_vs_stock']:.3f} | {100 * r['outside_forward']:.1f}% | {r['mean_steps']:.2f} | "
+                     f"{r['speed_vs_stock']:.3f} | {100 * r['outside_forward']:.1f}% | "
+                     f"{100 * r['share_select']:.1f}% | {100 * r['share_step']:.1f}% | "
+                     f"{100 * r['share_finish']:.1f}% | {100 * loop:.1f}% | {r['mean_steps']:.2f} | "
                      f"{r['total_steps']} |")
     lines += ["", "Steps saved by optimal stopping (mean per sentence, stock minus optimal, log-probability):", ""]
     for batch in sorted({r["batch"] for r in rows}):

@@ -64,7 +64,7 @@ def cases(draw, rules=tuple(RULES)):
         reward=draw(st.sampled_from([0.0, 0.5, 1.0, 1.3, 3.0])),
         ratio=draw(st.sampled_from([0.5, 1.0, 1.27, 2.0])),
         alpha=draw(st.sampled_from([0.6, 1.0, 2.0])),
-        group=draw(st.sampled_from([1, 2, None])),  # top_k's group size: 1 and 2 reach its two-pass path
+        group=draw(st.sampled_from([1, 2, None])),  # top_k's group size: 1 and 2 take its two-pass path
     )
 
 
@@ -74,11 +74,13 @@ def decode(case, stop, examples=None, n_best=None, bound="exact"):
     model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
     strategy = build(case["rule"], stop, case["beam"], len(examples), n_best or case["n_best"],
                      case["max_length"], case["reward"], case["ratio"], case["alpha"], bound)
-    saved, top_k.GROUP = top_k.GROUP, case.get("group") or top_k.GROUP
+    saved = top_k.GROUP, top_k.SMALL
+    if case.get("group"):  # the two-pass path; else the small-problem path (vocabularies here are tiny)
+        top_k.GROUP, top_k.SMALL = case["group"], 0
     try:
         run_strategy(strategy, model, examples, src_lens)
     finally:
-        top_k.GROUP = saved
+        top_k.GROUP, top_k.SMALL = saved
     return strategy
 
 
