@@ -49,10 +49,10 @@ reproduce: setup
 	  --test-src $(M30K)/test_2016_flickr.de --test-refs $(M30K)/test_2016_flickr.en \
 	  --out results/multi30k-de-en
 
-# decoding speed against stock OpenNMT-py, side by side, on the TVsub dev set (about 20 min on 2 CPU cores);
+# decoding speed against stock OpenNMT-py, side by side, on the TVsub dev set (about 30 min on 2 CPU cores);
 # BENCH_ARGS='--gpu 0 --out benchmarks/RESULTS-gpu.md' on a GPU machine
 bench: setup
-	$(BIN)/python scripts/bench.py --src $(TVSUB)/dev.zh --refs $(TVSUB)/dev.en --unescape-moses --lines 200 --sweep-lines 100 \
+	$(BIN)/python scripts/bench.py --src $(TVSUB)/dev.zh --refs $(TVSUB)/dev.en --unescape-moses --lines 200 --sweep-lines 100 --rounds 5 \
 	  --out benchmarks/RESULTS.md $(BENCH_ARGS)
 
 clean-venv:

@@ -72,7 +72,8 @@ class PartTimer:
         self._depth = 0
         for cls in (BeamSearchBase, CertifiedBeamSearch):
             for name, part in (("_pick", "select"), ("advance", "step"), ("update_finished", "finish")):
-                setattr(cls, name, self._timed(cls.__dict__[name], part))
+                if name in cls.__dict__:
+                    setattr(cls, name, self._timed(cls.__dict__[name], part))
 
     def reset(self):
         self.seconds = dict.fromkeys(self.PARTS, 0.0)
