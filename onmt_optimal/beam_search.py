@@ -34,10 +34,10 @@ from __future__ import annotations
 import torch
 from onmt.translate.beam_search import BeamSearch
 
+from onmt_optimal import patch
 from onmt_optimal.scoring import ScoringRule, StepView
 from onmt_optimal.stopping import StoppingRule, StopView
 from onmt_optimal.top_k import top_k
-from onmt_optimal import patch
 
 NEG_INF = float("-inf")
 #: OpenNMT-py's mask for completed items (beam_search.py); their children never outrank a live item
@@ -177,7 +177,7 @@ class CertifiedBeamSearch(BeamSearch):
                 )))
             newly = done_now[0] if running is None else running & torch.stack(done_now, dim=1)
         any_done = False
-        if not self._host_flags or (some_completed if beam == 1 else bool(newly.any())):
+        if not self._host_flags or (some_completed if beam == 1 and not at_max else bool(newly.any())):
             newly = newly.view(B, -1)
             if at_max:
                 code = torch.full_like(self._stop_code, _MAX_LENGTH)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from onmt.constants import CorpusTask, DefaultTokens
 from onmt.inputters import text_utils
+
 from onmt_optimal import patch
 
 PLACEHOLDER = DefaultTokens.UNK

@@ -19,10 +19,9 @@ import torch
 from onmt.decoders.decoder import InputFeedRNNDecoder
 from onmt.translate.translator import Translator
 
-from onmt_optimal import empty_lines
+from onmt_optimal import empty_lines, patch
 from onmt_optimal.beam_search import CertifiedBeamSearch
 from onmt_optimal.options import SearchConfig
-from onmt_optimal import patch
 
 
 class CertifiedTranslator(Translator):
