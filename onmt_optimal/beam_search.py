@@ -80,9 +80,8 @@ class CertifiedBeamSearch(BeamSearch):
         self._src_len = src_len.to(device=dev, dtype=torch.float)  # (B,) |x|, per example
         # live[r] is True while beam row r holds a real prefix: not completed, not a child of a completed
         # item (those only refill slots once every real prefix is gone) and not of -inf score
-        self._live = torch.zeros(B, beam, dtype=torch.bool, device=dev)
-        self._live[:, 0] = True  # OpenNMT-py starts each beam from one item (the others score -inf)
-        self._live = self._live.view(-1)
+        # OpenNMT-py starts each beam from one item (the others score -inf)
+        self._live = torch.arange(B * beam, device=dev) % beam == 0
         self._kept_score = torch.full((B, R, K), NEG_INF, dtype=fdt, device=dev)
         self._kept_log_prob = torch.full((B, R, K), NEG_INF, dtype=fdt, device=dev)
         self._kept_len = torch.zeros((B, R, K), dtype=torch.long, device=dev)  # |y|
@@ -275,19 +274,13 @@ class CertifiedBeamSearch(BeamSearch):
         self._kept_len = merged(self._kept_len, out_len)
         self._kept_steps = merged(self._kept_steps, torch.full_like(out_len, t))
 
-        T = self._kept_seq.shape[3]
-        seq = self.alive_seq.view(B, beam, -1)[:, :, 1:]  # drop BOS: t tokens
-        seq = torch.nn.functional.pad(seq, (0, T - t), value=self.pad).unsqueeze(1).expand(B, R, beam, T)
-        all_seq = torch.cat([self._kept_seq, seq], dim=2)
+        seq, attn = self._items(t)
+        T = seq.shape[2]
+        all_seq = torch.cat([self._kept_seq, seq.unsqueeze(1).expand(B, R, beam, T)], dim=2)
         self._kept_seq = all_seq.gather(2, order.unsqueeze(3).expand(B, R, K, T))
-
-        if self.alive_attn is not None:
-            S = self.alive_attn.size(-1)
-            attn = self.alive_attn.view(B, beam, t, S)
-            attn = torch.nn.functional.pad(attn, (0, 0, 0, T - t)).unsqueeze(1).expand(B, R, beam, T, S)
-            if self._kept_attn is None or self._kept_attn.size(-1) != S:
-                self._kept_attn = attn.new_zeros((B, R, K, T, S))
-            all_attn = torch.cat([self._kept_attn, attn], dim=2)
+        if attn is not None:
+            S = attn.shape[3]
+            all_attn = torch.cat([self._kept_attn, attn.unsqueeze(1).expand(B, R, beam, T, S)], dim=2)
             self._kept_attn = all_attn.gather(2, order.view(B, R, K, 1, 1).expand(B, R, K, T, S))
 
     def _collect_best(self, completed, score, log_prob, out_len, t):
@@ -304,18 +297,29 @@ class CertifiedBeamSearch(BeamSearch):
         self._kept_len = torch.where(update, out_len.gather(1, arg).unsqueeze(2), self._kept_len)
         self._kept_steps = self._kept_steps.masked_fill(update, t)
 
-        T = self._kept_seq.shape[3]
-        seq = self.alive_seq.view(B, beam, -1)[:, :, 1:].gather(1, arg.unsqueeze(2).expand(B, R, t))  # (B, R, t)
-        seq = torch.nn.functional.pad(seq, (0, T - t), value=self.pad).unsqueeze(2)
+        seq, attn = self._items(t)
+        T = seq.shape[2]
+        seq = seq.gather(1, arg.unsqueeze(2).expand(B, R, T)).unsqueeze(2)  # (B, R, 1, T)
         self._kept_seq = torch.where(update.unsqueeze(3), seq, self._kept_seq)
-
-        if self.alive_attn is not None:
-            S = self.alive_attn.size(-1)
-            attn = self.alive_attn.view(B, beam, t, S).gather(1, arg.view(B, R, 1, 1).expand(B, R, t, S))
-            attn = torch.nn.functional.pad(attn, (0, 0, 0, T - t)).unsqueeze(2)  # (B, R, 1, T, S)
-            if self._kept_attn is None or self._kept_attn.size(-1) != S:
-                self._kept_attn = attn.new_zeros((B, R, 1, T, S))
+        if attn is not None:
+            S = attn.shape[3]
+            attn = attn.gather(1, arg.view(B, R, 1, 1).expand(B, R, T, S)).unsqueeze(2)  # (B, R, 1, T, S)
             self._kept_attn = torch.where(update.view(B, R, 1, 1, 1), attn, self._kept_attn)
+
+    def _items(self, t):
+        """This step's items as hypotheses, padded to ``max_length``: tokens ``(B, beam, T)`` (BOS dropped) and
+        attention ``(B, beam, T, S)`` or None; allocates the kept attention once attention is tracked."""
+        beam, T = self.beam_size, self._kept_seq.shape[3]
+        seq = self.alive_seq.view(-1, beam, t + 1)[:, :, 1:]
+        seq = torch.nn.functional.pad(seq, (0, T - t), value=self.pad)
+        if self.alive_attn is None:
+            return seq, None
+        S = self.alive_attn.size(-1)
+        attn = torch.nn.functional.pad(self.alive_attn.view(-1, beam, t, S), (0, 0, 0, T - t))
+        if self._kept_attn is None or self._kept_attn.size(-1) != S:
+            B, R, K = self._kept_score.shape
+            self._kept_attn = attn.new_zeros((B, R, K, T, S))
+        return seq, attn
 
     # ------------------------------------------------------------------ examples leave the batch
     _PER_EXAMPLE = ("_src_len", "_kept_score", "_kept_log_prob", "_kept_len", "_kept_steps", "_kept_seq",

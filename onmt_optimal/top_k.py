@@ -10,8 +10,9 @@ than all of the rest of the search bookkeeping together). ``top_k`` returns the 
 2. the ``k`` groups with the largest maxima. Let ``M_k`` be the ``k``-th largest ``m_j``. Those ``k`` groups
    each hold a candidate ``>= M_k``, so the ``k``-th best candidate is ``>= M_k``, and every candidate that
    can enter the top ``k`` (ties included) lies in a group whose maximum is ``>= M_k``. When exactly ``k``
-   groups reach ``M_k`` (the ``k+1``-th maximum is smaller) they are the chosen groups, and the ``k G`` candidates in them (plus the loose ones)
-   hold the answer: a stable sort of those few, in index order, finishes the job.
+   groups reach ``M_k`` (the ``k+1``-th maximum is smaller) they are the chosen groups, and the ``k G``
+   candidates in them (plus the loose ones) hold the answer: a stable sort of those few, in index order,
+   finishes the job.
 
 Invariant: ``top_k(scores, k)`` equals ``scores.sort(dim=1, descending=True, stable=True)`` cut at ``k``,
 values and indices: the ``k`` largest values, ties broken by the lower index, which in a beam is the
@@ -36,16 +37,19 @@ GROUP = 16
 SMALL = 50_000
 
 
-def top_k(scores: torch.Tensor, k: int, group: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def top_k(
+    scores: torch.Tensor, k: int, group: int | None = None, small: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The ``k`` best entries of each row of ``scores`` (``(B, N)``): ``(values, indices)``, each ``(B, k)``.
 
-    ``group`` defaults to ``GROUP``, read at call time (tests shrink it to reach the two-pass path on tiny
-    vocabularies)."""
+    ``group`` and ``small`` default to ``GROUP`` and ``SMALL``, read at call time (tests change them to reach
+    each path on tiny vocabularies)."""
     if scores.device.type != "cpu":
         return torch.topk(scores, k, dim=1)
     group = group or GROUP
+    small = SMALL if small is None else small
     B, N = scores.shape
-    if B * N <= SMALL and N > k:
+    if B * N <= small and N > k:
         if k == 1:  # the first of equal maxima, as the stable sort picks it
             return scores.max(dim=1, keepdim=True)
         values, indices = torch.topk(scores, k + 1, dim=1)

@@ -69,7 +69,6 @@ class PartTimer:
 
         self.seconds = dict.fromkeys(self.PARTS, 0.0)
         self.sync = sync
-        self._depth = 0
         for cls in (BeamSearchBase, CertifiedBeamSearch):
             for name, part in (("_pick", "select"), ("advance", "step"), ("update_finished", "finish")):
                 if name in cls.__dict__:
@@ -287,8 +286,8 @@ def report(meta, rows, sweep) -> str:
              "Outside forward = share of decode time outside the model's forward pass (encoder, decoder step, "
              "generator, softmax), split into the beam's top-k, the rest of its step (for ours: the search "
              "bookkeeping), examples leaving the batch, and the remainder: OpenNMT-py's decode loop and pipeline "
-             "(decoder-state reordering, reading, batching, transforms, writing). x stock: median over rounds of stock's time / this variant's time in the "
-             "same round.", "",
+             "(decoder-state reordering, reading, batching, transforms, writing). x stock: median over rounds "
+             "of stock's time / this variant's time in the same round.", "",
              "| batch | beam | variant | sent/s | x stock | outside forward | top-k | step | leaving | other "
              "| mean steps | total steps |",
              "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -5,7 +5,6 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onmt_optimal import top_k as top_k_module
 from onmt_optimal.top_k import top_k
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -37,11 +36,7 @@ def score_rows(draw):
 def test_two_pass_top_k_is_a_stable_sort_cut_at_k(case, small_path):
     """Both the two-pass path and the small-problem path (max, or topk of k + 1 distinct values)."""
     scores, k, group = case
-    saved, top_k_module.SMALL = top_k_module.SMALL, (10**9 if small_path else 0)
-    try:
-        values, indices = top_k(scores, k, group)
-    finally:
-        top_k_module.SMALL = saved
+    values, indices = top_k(scores, k, group, small=10**9 if small_path else 0)
     ref_values, ref_indices = stable(scores, k)
     assert torch.equal(values, ref_values)
     assert torch.equal(indices, ref_indices)
@@ -52,11 +47,7 @@ def test_ties_at_the_kth_place_go_to_the_lower_index():
     scores[0, [7, 150, 399]] = 1.0  # three tied maxima, k = 2: indices 7 and 150
     scores[1, 399] = 2.0
     for small in (0, 10**9):
-        top_k_module.SMALL, saved = small, top_k_module.SMALL
-        try:
-            values, indices = top_k(scores, 2, group=4)
-        finally:
-            top_k_module.SMALL = saved
+        values, indices = top_k(scores, 2, group=4, small=small)
         assert indices.tolist() == [[7, 150], [399, 0]]
         assert values.tolist() == [[1.0, 1.0], [2.0, -3.0]]
 
