@@ -97,10 +97,13 @@ class CertifiedTranslator(Translator):
         for i in range(len(batch["srclen"])):
             if not empty_lines.take(_line_key(batch, i)):
                 continue
-            eos = torch.tensor([self._tgt_eos_idx], device=batch["src"].device)
+            device = batch["src"].device
+            eos = torch.tensor([self._tgt_eos_idx], device=device)
             results["predictions"][i] = [eos] * self.n_best
             results["scores"][i] = [0.0] * self.n_best
-            results["attention"][i] = [[] for _ in range(self.n_best)]
+            # the EOS row over the placeholder source, all zero: no attention was computed (-attn_debug prints it)
+            no_attention = torch.zeros((1, int(batch["srclen"][i])), device=device)
+            results["attention"][i] = [no_attention for _ in range(self.n_best)]
             empty = {"steps": 0, "stop_reason": "empty_source", "score": 0.0, "log_prob": 0.0, "length": 0,
                      "target_length": 0.0, "src_length": 0, "completed": 0}
             if stats is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +85,47 @@ def test_options_that_need_attention_work_where_stock_crashes(model, src, tmp_pa
     translate(model, src, tmp_path / "stats", *args, "-stats_file", str(tmp_path / "s"))
     assert len((tmp_path / "ours").read_text().splitlines()) == 40
     assert (tmp_path / "ours").read_bytes() == (tmp_path / "stats").read_bytes()
+
+
+def attention_matrices(stderr: str) -> list[tuple[list[str], list[list[str]]]]:
+    """The ``-attn_debug`` matrices in a run's log: (source tokens, rows of [target token, weights...])."""
+    records = re.split(r"\[\d{4}-\d\d-\d\d [\d:,]+ INFO\] ", stderr)
+    matrices = []
+    for record in records:
+        if re.search(r"\d\.\d{7} \n", record):
+            header, *rows = record.strip("\n").split("\n")
+            matrices.append((header.split(), [row.split() for row in rows]))
+    return matrices
+
+
+@pytest.mark.parametrize("args", [["-replace_unk"], ["-attn_debug"],
+                                  ["-attn_debug", "-replace_unk", "-beam_size", "3", "-n_best", "2"]], ids=" ".join)
+def test_new_search_carries_attention_like_the_stock_path(model, src, tmp_path, args):
+    """The new beam keeps each completed hypothesis's attention. With OpenNMT-py's stopping rule it gives the
+    stock path's output and ``-attn_debug`` weights, one per source token: stock cuts each matrix at the length
+    of another example (``src_len[i]`` of the beam-tiled lengths, beam_search.py), so its rows can lack the
+    last columns. Log-probability optimal stopping (same 1-best) prints the very same matrices as ours."""
+    plain = translate(model, src, tmp_path / "plain", *args)
+    ours = translate(model, src, tmp_path / "ours", *args, "-stopping", "default", "-stats_file", str(tmp_path / "s"))
+    assert (tmp_path / "plain").read_bytes() == (tmp_path / "ours").read_bytes()
+    stock_matrices, our_matrices = attention_matrices(plain.stderr), attention_matrices(ours.stderr)
+    assert len(our_matrices) == (40 if "-attn_debug" in args else 0)
+    cut = 0
+    for (stock_src, stock_rows), (our_src, our_rows) in zip(stock_matrices, our_matrices, strict=True):
+        assert stock_src == our_src and len(stock_rows) == len(our_rows)
+        for stock_row, our_row in zip(stock_rows, our_rows):
+            assert len(our_row) == 1 + len(our_src) and our_row[: len(stock_row)] == stock_row
+            cut += len(stock_row) < len(our_row)
+    if "-attn_debug" in args:
+        assert cut > 0, "the toy data no longer shows stock's truncation: pick other sentences"
+
+    common = [*args, "-length_penalty", "none"]
+    ours = translate(model, src, tmp_path / "ours", *common, "-stopping", "default", "-stats_file", str(tmp_path / "s"))
+    opt = translate(model, src, tmp_path / "optimal", *common, "-stopping", "optimal")
+    n_best = int(args[args.index("-n_best") + 1]) if "-n_best" in args else 1
+    one_best = lambda path: path.read_text().splitlines()[::n_best]  # noqa: E731
+    assert one_best(tmp_path / "optimal") == one_best(tmp_path / "ours")
+    assert attention_matrices(opt.stderr) == attention_matrices(ours.stderr)
 
 
 @pytest.mark.parametrize("args", STOCK_ARGS[:4], ids=lambda a: " ".join(a) or "defaults")
@@ -227,6 +269,18 @@ def test_empty_lines_are_answered_in_place(model, src, tmp_path):
     reasons = [r["stop_reason"] for r in read_stats(tmp_path / "s")]
     assert reasons[0] == reasons[2] == reasons[5] == reasons[8] == "empty_source"
     assert len(reasons) == len(lines)
+
+
+@pytest.mark.parametrize("args", [[], ["-stopping", "optimal"]], ids=["stock path", "optimal"])
+def test_empty_lines_with_attention_and_verbose_output(model, tmp_path, args):
+    """``-attn_debug`` / ``-replace_unk`` / ``-verbose`` read each answer's attention: an empty line has none."""
+    source = tmp_path / "mixed.src"
+    source.write_text("a b\n\nc d e\n")
+    proc = translate(model, source, tmp_path / "out", *args, "-attn_debug", "-replace_unk", "-verbose",
+                     "-n_best", "2", "-beam_size", "3")
+    out = (tmp_path / "out").read_text().splitlines()
+    assert len(out) == 6 and out[2:4] == ["", ""]
+    assert len(attention_matrices(proc.stderr)) == 3
 
 
 def test_a_file_of_empty_lines(model, tmp_path):
