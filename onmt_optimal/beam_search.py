@@ -21,7 +21,9 @@ Everything is batched tensor code with no per-item Python loop. Per step the hos
 example done?), where stock OpenNMT-py reads every item's EOS flag; on CPU, where reads are free, two more
 flags let idle steps skip the merge. The step itself is OpenNMT-py's (``_expand``), with an exact two-pass
 top-k (``top_k``) in place of the partial sort, the one part of the step that costs more than the rest of
-the search together.
+the search together. A beam of one item (``-beam_size 1``, which stock also runs as a ``BeamSearch``) takes a
+shorter path to the same numbers: no back-pointers, no reordering, no live mask, and its answer is simply the
+item that completes (``_expand_one``, ``_collect_one``).
 
 Exact log-probabilities. Under ``-length_penalty avg|wu`` OpenNMT-py recovers each item's log-probability as
 ``score * penalty`` after dividing it by the penalty, which can drift by a few ulps. Certified rules need the
@@ -102,18 +104,16 @@ class CertifiedBeamSearch(BeamSearch):
     # ------------------------------------------------------------------ one step
     def advance(self, log_probs, attn):
         B = log_probs.shape[0] // self.beam_size
-        vocab_size = log_probs.size(-1)
         parent_live = self._live
-        self._expand(log_probs, attn)  # OpenNMT-py's step: top-k, back-pointers, alive_seq/attn
+        sums = self._expand(log_probs, attn)  # OpenNMT-py's step: top-k, back-pointers, alive_seq/attn
         beam = self.beam_size
         t = len(self) - 1  # tokens generated, this step's included
         T = self.max_length
         at_max = t >= T
 
-        # exact cumulative log p of each chosen item: _expand added the previous scores into log_probs in place
-        if self.global_scorer.has_len_pen:
-            flat_ids = self.select_indices * vocab_size + self.topk_ids.view(-1)
-            log_prob = log_probs.view(-1).gather(0, flat_ids).view(B, beam)
+        # exact cumulative log p of each chosen item
+        if sums is not None:  # a length penalty: stock's topk_log_probs (score * penalty) may be a few ulps off
+            log_prob = sums
             if self._exact_log_prob:
                 penalty = self.global_scorer.length_penalty(t + 1, alpha=self.global_scorer.alpha)
                 untouched = self.topk_scores == log_prob / penalty
@@ -123,14 +123,18 @@ class CertifiedBeamSearch(BeamSearch):
             log_prob = self.topk_log_probs  # score * 1.0: already exact (masked only at the end of this step)
 
         eos = self.topk_ids.eq(self.eos)
-        # children of live items; one that scores -inf could enter the beam only if fewer than beam candidates
-        # were finite, and it would then complete or stay in the beam harmlessly at -inf
-        real = parent_live.index_select(0, self.select_indices).view(B, beam)
-        if self._shrinks:  # only the example's current width of top items is its beam
-            real &= torch.arange(beam, device=real.device).unsqueeze(0) < self._width.unsqueeze(1)
-        # at max_length every item is finished by force, as in stock
-        completed = real if at_max else real & eos
-        live = real ^ completed
+        if beam == 1:  # an example leaves as soon as its one item completes, so every item here is a real prefix
+            completed = torch.ones_like(eos) if at_max else eos
+            live = None
+        else:
+            # children of live items; one that scores -inf could enter the beam only if fewer than beam
+            # candidates were finite, and it would then complete or stay in the beam harmlessly at -inf
+            real = parent_live.index_select(0, self.select_indices).view(B, beam)
+            if self._shrinks:  # only the example's current width of top items is its beam
+                real &= torch.arange(beam, device=real.device).unsqueeze(0) < self._width.unsqueeze(1)
+            # at max_length every item is finished by force, as in stock
+            completed = real if at_max else real & eos
+            live = real ^ completed
 
         view = StepView(
             log_prob=log_prob,
@@ -151,8 +155,11 @@ class CertifiedBeamSearch(BeamSearch):
                 finals = self.scoring.final(view).unsqueeze(1)
             else:
                 finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)  # (B, R, beam)
-            collect = completed.unsqueeze(1) if running is None else completed.unsqueeze(1) & running.unsqueeze(2)
-            self._collect(collect, finals, log_prob, view.out_len, t)
+            if beam == 1:
+                self._collect_one(finals, log_prob, view.out_len, t)
+            else:
+                collect = completed.unsqueeze(1) if running is None else completed.unsqueeze(1) & running.unsqueeze(2)
+                self._collect(collect, finals, log_prob, view.out_len, t)
             counts = completed.sum(dim=1)
             self._n_completed = self._n_completed + counts
             if self._shrinks:
@@ -180,6 +187,8 @@ class CertifiedBeamSearch(BeamSearch):
             newly = newly.view(B, -1)
             if at_max:
                 code = torch.full_like(self._stop_code, _MAX_LENGTH)
+            elif live is None:  # a beam of one: its item completed
+                code = torch.full_like(self._stop_code, _ALL_FINISHED)
             else:
                 code = torch.where(self._predicted, _PREDICTED, _RULE).unsqueeze(0)
                 code = torch.where((~live.any(dim=1)).unsqueeze(1), _ALL_FINISHED, code)
@@ -189,10 +198,11 @@ class CertifiedBeamSearch(BeamSearch):
             self._done = (self._stop_step > 0).all(dim=1)
             any_done = bool(self._done.any())
 
-        # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam,
-        # do the items that fell outside it
-        self.topk_log_probs.masked_fill_(~live if self._shrinks else eos, FINISHED_MASK)
-        self._live = live.view(-1)
+        if live is not None:
+            # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam,
+            # do the items that fell outside it. (A beam of one has left with its completed item.)
+            self.topk_log_probs.masked_fill_(~live if self._shrinks else eos, FINISHED_MASK)
+            self._live = live.view(-1)
         # the decode loop calls update_finished() only when this says an example is done
         self.is_finished_list = [[any_done]]
 
@@ -201,7 +211,12 @@ class CertifiedBeamSearch(BeamSearch):
         the top-k is ``top_k.top_k`` (exact, cheaper on CPU), nothing is copied to the host per item (stock's
         ``is_finished_list``; ``advance`` answers the decode loop with one flag instead), and a product with a
         length penalty of 1 is skipped. Each tensor operation costs 10-40 us here even on tiny tensors (the
-        forward pass has just evicted the caches), so at batch 1 their number, not their size, is the cost."""
+        forward pass has just evicted the caches), so at batch 1 their number, not their size, is the cost.
+
+        Returns the chosen items' sums ``log p`` (B, beam) under a length penalty (``topk_log_probs`` is then
+        stock's ``score * penalty``), else None (``topk_log_probs`` is the sum)."""
+        if self.beam_size == 1 and not self._cov_pen:
+            return self._expand_one(log_probs, attn)
         vocab_size = log_probs.size(-1)
         _B = log_probs.shape[0] // self.beam_size
         if self._stepwise_cov_pen and self._prev_penalty is not None:
@@ -247,12 +262,43 @@ class CertifiedBeamSearch(BeamSearch):
         if self._vanilla_cov_pen:
             cov_penalty = self.global_scorer.cov_penalty(self._coverage, beta=self.global_scorer.beta)
             self.topk_scores -= cov_penalty.view(_B, self.beam_size).float()
+        if not self.global_scorer.has_len_pen:
+            return None
+        flat_ids = self.select_indices * vocab_size + self.topk_ids.view(-1)  # log_probs now holds the sums
+        return log_probs.view(-1).gather(0, flat_ids).view(_B, self.beam_size)
+
+    def _expand_one(self, log_probs, attn):
+        """``_expand`` for a beam of one item (stock runs ``BeamSearch`` at beam size 1 too): the same numbers,
+        without what only several items need: no back-pointers to compute (each item is its own parent), no
+        reordering of sequences or attention, and the top-1 is the first maximum."""
+        _B = log_probs.shape[0]
+        self.ensure_min_length(log_probs)
+        self.ensure_unk_removed(log_probs)
+        log_probs += self.topk_log_probs
+        length_penalty = self.global_scorer.length_penalty(len(self) + 1, alpha=self.global_scorer.alpha)
+        curr_scores = log_probs / length_penalty if length_penalty != 1 else log_probs
+        self.block_ngram_repeats(curr_scores)
+        self.topk_scores, self.topk_ids = self._pick_one(curr_scores)
+        self.topk_log_probs = self.topk_scores * length_penalty if length_penalty != 1 else self.topk_scores
+        self._batch_index = self._beam_offset[:_B].unsqueeze(1)
+        self.select_indices = self._batch_index.view(_B)
+        self.alive_seq = torch.cat([self.alive_seq, self.topk_ids], -1)
+        self.maybe_update_forbidden_tokens()
+        if self.return_attention:
+            self.alive_attn = attn if self.alive_attn is None else torch.cat([self.alive_attn, attn], 1)
+        if not self.global_scorer.has_len_pen:
+            return None
+        return log_probs.gather(1, self.topk_ids)
 
     def _pick(self, log_probs):
         """Stock's ``_pick`` with the exact two-pass top-k (see ``top_k``)."""
         vocab_size = log_probs.size(-1)
         log_probs = self.target_prefixing(log_probs)
         return top_k(log_probs.reshape(-1, self.beam_size * vocab_size), self.beam_size)
+
+    def _pick_one(self, log_probs):
+        """``_pick`` for a beam of one item: the first maximum, as a stable sort's top 1."""
+        return self.target_prefixing(log_probs).max(dim=1, keepdim=True)
 
     def _collect(self, completed, score, log_prob, out_len, t):
         """Merge this step's completed items (``completed``: (B, R, beam)) into each rule's top-``n_best`` list.
@@ -305,6 +351,21 @@ class CertifiedBeamSearch(BeamSearch):
             S = attn.shape[3]
             attn = attn.gather(1, arg.view(B, R, 1, 1).expand(B, R, T, S)).unsqueeze(2)  # (B, R, 1, T, S)
             self._kept_attn = torch.where(update.view(B, R, 1, 1, 1), attn, self._kept_attn)
+
+    def _collect_one(self, score, log_prob, out_len, t):
+        """``_collect`` for a beam of one item: an example completes once and leaves in that very step (every
+        rule stops with it), so its answer is this step's item, taken as it is for every row. A row whose item
+        did not complete holds a live item's numbers here, which nothing reads: it is overwritten when its item
+        completes (at ``max_length`` at the latest), before it can leave."""
+        B, R = score.shape[:2]
+        self._kept_score = score
+        self._kept_log_prob = log_prob.unsqueeze(1).expand(B, R, 1)
+        self._kept_len = out_len.unsqueeze(1).expand(B, R, 1)
+        self._kept_steps = self._kept_steps.fill_(t)
+        seq, attn = self._items(t)
+        self._kept_seq = seq.unsqueeze(1).expand(B, R, 1, seq.shape[2]).contiguous()  # _emit may write into it
+        if attn is not None:
+            self._kept_attn = attn.unsqueeze(1).expand(B, R, *attn.shape[1:])
 
     def _items(self, t):
         """This step's items as hypotheses, padded to ``max_length``: tokens ``(B, beam, T)`` (BOS dropped) and

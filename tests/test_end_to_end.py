@@ -139,6 +139,29 @@ def test_default_stopping_with_stats_file_is_still_stock_output(model, src, tmp_
     assert {r["stop_reason"] for r in records} <= {"top_finished", "max_length", "all_finished"}
 
 
+@pytest.mark.parametrize("args", [
+    ["-length_penalty", "wu", "-alpha", "0.6", "-with_score"],
+    ["-block_ngram_repeat", "1", "-min_length", "3", "-max_length", "6", "-max_length_ratio", "0", "-replace_unk"],
+], ids=" ".join)
+def test_beam_of_one(model, src, tmp_path, args):
+    """A beam of one item takes its own shorter step (``_expand_one``): OpenNMT-py's stopping rule gives stock's
+    output byte for byte, optimal stopping the same translations (its scores carry the exact log-probability,
+    a few ulps from stock's under a length penalty). Stock itself crashes on ``-with_score`` and ``-replace_unk``
+    here, so the stock path is ours without new flags."""
+    translate(model, src, tmp_path / "stock", "-beam_size", "1", *args)
+    for stopping in ("default", "optimal"):
+        translate(model, src, tmp_path / stopping, "-beam_size", "1", *args, "-stopping", stopping, "-stats_file",
+                  str(tmp_path / "s"))
+        assert {r["stop_reason"] for r in read_stats(tmp_path / "s")} <= {"all_finished", "max_length"}
+    assert (tmp_path / "default").read_bytes() == (tmp_path / "stock").read_bytes()
+    for ours, theirs in zip((tmp_path / "optimal").read_text().splitlines(),
+                            (tmp_path / "stock").read_text().splitlines(), strict=True):
+        if "-with_score" in args:
+            (ours, our_score), (theirs, their_score) = ours.split("\t"), theirs.split("\t")
+            assert float(our_score) == pytest.approx(float(their_score), abs=1e-6)
+        assert ours == theirs
+
+
 def test_optimal_with_log_prob_returns_default_answers_in_no_more_steps(model, src, tmp_path):
     common = ["-length_penalty", "none", "-beam_size", "5", "-with_score"]
     translate(model, src, tmp_path / "opt", *common, "-stopping", "optimal", "-stats_file", str(tmp_path / "o"))
