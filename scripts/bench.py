@@ -8,10 +8,13 @@ For beam sizes 1, 5, 10, 20 and batches of 1 and 32 sentences, it decodes the sa
   default   our bookkeeping with OpenNMT-py's stopping rule (same output as stock)
   optimal   -stopping optimal
   optimal+r -stopping optimal -length_reward R -length_ratio RHO
-after a warm-up, in rounds that rotate the order (A/B/A/B), and reports medians: sentences per second, total
-and mean decoding steps, the share of time spent outside the model's forward pass (encoder, decoder step,
-generator and softmax are timed; everything else is search bookkeeping and batching), and each variant's
-throughput ratio against stock from the same round. Then it times the r x b sweep (8 rewards x 20 beam
+after a warm-up. Every batch is decoded by each variant in turn, in an order that rotates from batch to batch
+(A/B/C/D, B/C/D/A, ...), so all variants see the machine in the same state; a round is one pass over the
+source. It reports medians over rounds: decoded sentences per second (decode time: ``translate_batch``, i.e.
+encoder, decoding loop, beam search and results; reading, transforms, batching and writing are shared and
+not timed), total and mean decoding steps, the share of decode time spent outside the model's forward pass
+(encoder, decoder step, generator and softmax are timed), and each variant's ratio against stock in the same
+round. Then it times the r x b sweep (8 rewards x 20 beam
 sizes) as one decode per beam against 160 separate decodes, and checks that both give identical numbers.
 Writes benchmarks/RESULTS.md (or --out) and a JSON file beside it. Timings go in no test.
 """
@@ -116,70 +119,90 @@ def search_for(variant: str, reward: float, ratio: float):
     return SearchConfig(stock=False, rules=[rule])  # statistics stay in memory (translator._stats)
 
 
-def run_once(session, timer, src, beam, batch, search, sync, parts=None):
-    from onmt_optimal.translator import ordered
+def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0):
+    """Decode ``src`` once through OpenNMT-py's pipeline, every batch with each variant in turn.
 
+    ``translate_batch`` runs the batch once per variant, in an order that rotates from batch to batch, so that
+    every variant sees the machine in the same state (timing drift on a shared machine is seconds long).
+    Reading, transforms, batching and writing happen once per batch and are not timed. Returns, per variant:
+    decode seconds, forward seconds, the parts of the rest, the 1-best token ids and the statistics."""
     translator = session.translator
     translator.beam_size = beam
     session.opt.batch_size = batch
     session.engine.opt.batch_size = batch
-    translator.search = search
     session.engine.opt.src = str(src)
-    timer.seconds = 0.0
-    if parts is not None:
-        parts.reset()
-    sync()
-    start = time.perf_counter()
-    with open(os.devnull, "w") as sink:
-        out, translator.out_file = translator.out_file, sink
-        try:
-            _, preds = session.engine.infer_file()
-        finally:
-            translator.out_file = out
-    sync()
-    total = time.perf_counter() - start
-    stats = ordered(translator._stats) if not search.stock else None
-    split = parts.split() if parts is not None else None
-    return total, timer.seconds, [p[0] for p in preds], stats, split
+    inner = translator.translate_batch
+    out = {v: {"decode": 0.0, "forward": 0.0, "split": dict.fromkeys(PartTimer.PARTS, 0.0), "preds": [],
+               "stats": {}} for v in searches}
+    count = [offset]
+
+    def translate_batch(batch_, attn_debug):
+        names = list(searches)
+        k = count[0] % len(names)
+        count[0] += 1
+        results = {}
+        for v in names[k:] + names[:k]:
+            translator.search = searches[v]
+            translator._stats = {}
+            timer.seconds = 0.0
+            parts.reset()
+            sync()
+            start = time.perf_counter()
+            results[v] = inner(batch_, attn_debug)
+            sync()
+            out[v]["decode"] += time.perf_counter() - start
+            out[v]["forward"] += timer.seconds
+            for part, seconds in parts.split().items():
+                out[v]["split"][part] += seconds
+            out[v]["stats"].update(translator._stats)
+            out[v]["preds"] += [[p.tolist() for p in preds] for preds in results[v]["predictions"]]
+        return results[names[0]]
+
+    translator.translate_batch = translate_batch
+    try:
+        with open(os.devnull, "w") as sink:
+            saved, translator.out_file = translator.out_file, sink
+            try:
+                session.engine.infer_file()
+            finally:
+                translator.out_file = saved
+    finally:
+        del translator.translate_batch
+    return out
 
 
 def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, reward, ratio, sync):
+    from onmt_optimal.translator import ordered
+
     rows = []
     for batch in batches:
         for beam in beams:
             searches = {v: search_for(v, reward, ratio) for v in VARIANTS}
-            run_once(session, timer, src, beam, batch, searches["default"], sync)  # warm-up
-            samples = {v: [] for v in VARIANTS}
-            splits = {v: [] for v in VARIANTS}
-            outputs, steps = {}, {}
+            run_round(session, timer, parts, src, beam, batch, searches, sync)  # warm-up
+            samples = []
             for k in range(rounds):
-                order = VARIANTS[k % len(VARIANTS):] + VARIANTS[: k % len(VARIANTS)]
-                for v in order:
-                    total, forward, preds, stats, split = run_once(session, timer, src, beam, batch, searches[v],
-                                                                   sync, parts)
-                    samples[v].append((total, forward))
-                    splits[v].append({k: x / total for k, x in split.items()})
-                    outputs[v] = preds
-                    if stats is not None:
-                        steps[v] = [s["steps"] for s in stats]
-            steps["stock"] = steps["default"]  # same beam, same stopping rule, same output (checked below)
-            assert outputs["stock"] == outputs["default"], "our default search must reproduce stock's output"
-            assert outputs["optimal"] == outputs["stock"], "log-prob optimal must return stock's 1-best"
+                samples.append(run_round(session, timer, parts, src, beam, batch, searches, sync, offset=k))
+            last = samples[-1]
+            assert last["default"]["preds"] == last["stock"]["preds"], "our default search must give stock's output"
+            assert last["optimal"]["preds"] == last["stock"]["preds"], "log-prob optimal must give stock's 1-best"
+            steps = {v: [s["steps"] for s in ordered(last[v]["stats"])] for v in VARIANTS if v != "stock"}
+            steps["stock"] = steps["default"]  # same beam, same stopping rule, same output (checked above)
             for v in VARIANTS:
-                totals = [t for t, _ in samples[v]]
-                ratios = [samples["stock"][k][0] / samples[v][k][0] for k in range(rounds)]
+                decode = [r[v]["decode"] for r in samples]
+                ratios = [r["stock"]["decode"] / r[v]["decode"] for r in samples]
                 rows.append({
                     "batch": batch, "beam": beam, "variant": v,
-                    "sent_per_s": n_lines / statistics.median(totals),
-                    "seconds_median": statistics.median(totals),
+                    "sent_per_s": n_lines / statistics.median(decode),
+                    "seconds_median": statistics.median(decode),
                     "speed_vs_stock": statistics.median(ratios),
                     "speed_vs_stock_range": [min(ratios), max(ratios)],
-                    "outside_forward": statistics.median([1 - f / t for t, f in samples[v]]),
-                    **{f"share_{k}": statistics.median([sp[k] for sp in splits[v]]) for k in PartTimer.PARTS},
+                    "outside_forward": statistics.median([1 - r[v]["forward"] / r[v]["decode"] for r in samples]),
+                    **{f"share_{p}": statistics.median([r[v]["split"][p] / r[v]["decode"] for r in samples])
+                       for p in PartTimer.PARTS},
                     "total_steps": sum(steps[v]), "mean_steps": sum(steps[v]) / len(steps[v]),
                 })
                 print(f"batch {batch:2d} beam {beam:2d} {v:10s} {rows[-1]['sent_per_s']:8.1f} sent/s  "
-                      f"x{rows[-1]['speed_vs_stock']:.3f} vs stock  outside forward "
+                      f"x{rows[-1]['speed_vs_stock']:.3f} vs stock ({_range(rows[-1])})  outside forward "
                       f"{100 * rows[-1]['outside_forward']:.1f}%  mean steps {rows[-1]['mean_steps']:.2f}",
                       flush=True)
     return rows
@@ -252,7 +275,8 @@ def main() -> None:
     clean_refs = [clean_copy(r, work / f"dev.ref{i}", args.unescape_moses) for i, r in enumerate(args.refs)]
     lines = clean_src.read_text(encoding="utf-8").splitlines()
     src = work / "bench.src"
-    src.write_text("\n".join(lines[: args.lines]) + "\n", encoding="utf-8")
+    # each batch is decoded once per variant: an empty line would be answered only once (empty_lines.take)
+    src.write_text("\n".join([line for line in lines if line.strip()][: args.lines]) + "\n", encoding="utf-8")
     session = Session(["-config", args.config, "-gpu", str(args.gpu)])
     sync = torch.cuda.synchronize if args.gpu >= 0 else (lambda: None)
     timer = ForwardTimer(session.translator, sync)
@@ -283,15 +307,19 @@ def main() -> None:
 def report(meta, rows, sweep) -> str:
     lines = [f"# Benchmark: onmt-optimal vs stock OpenNMT-py ({meta['device']})", "",
              f"`python scripts/bench.py` on {meta['machine']}; model config `{meta['config']}`, first "
-             f"{meta['lines']} dev sentences, -length_penalty none, {meta['rounds']} rotating rounds after a "
-             f"warm-up, medians. optimal+r: r = {meta['reward']}, rho = {meta['ratio']:.4f}.", "",
+             f"{meta['lines']} dev sentences, -length_penalty none, {meta['rounds']} rounds after a warm-up, "
+             f"medians. optimal+r: r = {meta['reward']}, rho = {meta['ratio']:.4f}.", "",
+             "Each batch is decoded by every variant in turn, in an order that rotates from batch to batch, so "
+             "all variants see the machine in the same state; a round is one pass over the sentences. sent/s "
+             "counts decode time: `translate_batch` (encoder, decoding loop, beam search, results), not the "
+             "reading, transforms, batching and writing that all variants share. x stock: median over rounds of "
+             "stock's decode time / this variant's in the same round; range: the lowest and highest per-round "
+             "ratio. `default` runs stock's search under our bookkeeping, so its ratio is the bookkeeping's cost "
+             "alone.", "",
              "Outside forward = share of decode time outside the model's forward pass (encoder, decoder step, "
              "generator, softmax), split into the beam's top-k, the rest of its step (for ours: the search "
-             "bookkeeping), examples leaving the batch, and the remainder: OpenNMT-py's decode loop and pipeline "
-             "(decoder-state reordering, reading, batching, transforms, writing). x stock: median over rounds "
-             "of stock's time / this variant's time in the same round; range: the lowest and highest of those "
-             "per-round ratios. `default` runs stock's search with our bookkeeping: its ratio is that bookkeeping's "
-             "cost alone, its spread the noise.", "",
+             "bookkeeping), examples leaving the batch, and the rest: OpenNMT-py's decoding loop (decoder-state "
+             "reordering, translation results).", "",
              "| batch | beam | variant | sent/s | x stock | range | outside forward | top-k | step | leaving | other "
              "| mean steps | total steps |",
              "|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
