@@ -43,6 +43,18 @@ class Session:
         self.pipe = TransformPipe.build_from([transforms[name] for name in transforms]) if transforms else None
 
     # ------------------------------------------------------------------ decoding
+    def infer(self, src: str | Path):
+        """OpenNMT-py's whole pipeline on ``src`` (read, transform, batch, translate), output discarded."""
+        self.opt.src = str(src)
+        self.engine.opt.src = str(src)
+        translator = self.translator
+        with open(os.devnull, "w") as sink:
+            out_file, translator.out_file = translator.out_file, sink
+            try:
+                return self.engine.infer_file()
+            finally:
+                translator.out_file = out_file
+
     def decode(self, src: str | Path, beam_size: int, rules: list) -> list[list[dict]]:
         """Decode ``src`` once with ``rules`` (sharing one beam): ``result[line][rule]`` is that rule's record
         (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...)."""
@@ -51,14 +63,7 @@ class Session:
         translator = self.translator
         translator.beam_size = beam_size
         translator.search = SearchConfig(stock=False, rules=list(rules), collect=True)
-        self.opt.src = str(src)
-        self.engine.opt.src = str(src)
-        with open(os.devnull, "w") as sink:
-            out_file, translator.out_file = translator.out_file, sink
-            try:
-                self.engine.infer_file()
-            finally:
-                translator.out_file = out_file
+        self.infer(src)
         records = ordered(translator._rule_results)
         ids_to_tokens = self.vocabs["tgt"].ids_to_tokens
         texts = [" ".join(ids_to_tokens[i] for i in rule["tokens"]) for line in records for rule in line]

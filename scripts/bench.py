@@ -130,7 +130,6 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0)
     translator.beam_size = beam
     session.opt.batch_size = batch
     session.engine.opt.batch_size = batch
-    session.engine.opt.src = str(src)
     inner = translator.translate_batch
     out = {v: {"decode": 0.0, "forward": 0.0, "split": dict.fromkeys(PartTimer.PARTS, 0.0), "preds": [],
                "stats": {}} for v in searches}
@@ -160,12 +159,7 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0)
 
     translator.translate_batch = translate_batch
     try:
-        with open(os.devnull, "w") as sink:
-            saved, translator.out_file = translator.out_file, sink
-            try:
-                session.engine.infer_file()
-            finally:
-                translator.out_file = saved
+        session.infer(src)
     finally:
         del translator.translate_batch
     return out
