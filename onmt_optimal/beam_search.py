@@ -225,13 +225,7 @@ class CertifiedBeamSearch(BeamSearch):
                 self._coverage + attn, self.global_scorer.beta
             ).view(_B, self.beam_size)
         step = len(self)
-        self.ensure_min_length(log_probs)
-        self.ensure_unk_removed(log_probs)
-        log_probs += self.topk_log_probs.view(_B * self.beam_size, 1)
-        # the score if the sequence ends now: its length counts the EOS
-        length_penalty = self.global_scorer.length_penalty(step + 1, alpha=self.global_scorer.alpha)
-        curr_scores = log_probs / length_penalty if length_penalty != 1 else log_probs
-        self.block_ngram_repeats(curr_scores)
+        curr_scores, length_penalty = self._candidate_scores(log_probs)
         self.topk_scores, self.topk_ids = self._pick(curr_scores)
         if length_penalty == 1 and not self._vanilla_cov_pen:
             self.topk_log_probs = self.topk_scores  # stock multiplies by 1.0: the same numbers, one op less
@@ -272,12 +266,7 @@ class CertifiedBeamSearch(BeamSearch):
         without what only several items need: no back-pointers to compute (each item is its own parent), no
         reordering of sequences or attention, and the top-1 is the first maximum."""
         _B = log_probs.shape[0]
-        self.ensure_min_length(log_probs)
-        self.ensure_unk_removed(log_probs)
-        log_probs += self.topk_log_probs
-        length_penalty = self.global_scorer.length_penalty(len(self) + 1, alpha=self.global_scorer.alpha)
-        curr_scores = log_probs / length_penalty if length_penalty != 1 else log_probs
-        self.block_ngram_repeats(curr_scores)
+        curr_scores, length_penalty = self._candidate_scores(log_probs)
         self.topk_scores, self.topk_ids = self._pick_one(curr_scores)
         self.topk_log_probs = self.topk_scores * length_penalty if length_penalty != 1 else self.topk_scores
         self._batch_index = self._beam_offset[:_B].unsqueeze(1)
@@ -289,6 +278,19 @@ class CertifiedBeamSearch(BeamSearch):
         if not self.global_scorer.has_len_pen:
             return None
         return log_probs.gather(1, self.topk_ids)
+
+    def _candidate_scores(self, log_probs):
+        """Stock's scores of every expansion, ``(B * beam, V)``: min-length and unk masks, the items' sums
+        (added into ``log_probs`` in place), the length penalty and n-gram blocking. Returns the scores and
+        the penalty."""
+        self.ensure_min_length(log_probs)
+        self.ensure_unk_removed(log_probs)
+        log_probs += self.topk_log_probs.view(-1, 1)
+        # the score if the sequence ends now: its length counts the EOS
+        length_penalty = self.global_scorer.length_penalty(len(self) + 1, alpha=self.global_scorer.alpha)
+        curr_scores = log_probs / length_penalty if length_penalty != 1 else log_probs
+        self.block_ngram_repeats(curr_scores)
+        return curr_scores, length_penalty
 
     def _pick(self, log_probs):
         """Stock's ``_pick`` with the exact two-pass top-k (see ``top_k``)."""
@@ -361,7 +363,7 @@ class CertifiedBeamSearch(BeamSearch):
         self._kept_score = score
         self._kept_log_prob = log_prob.unsqueeze(1).expand(B, R, 1)
         self._kept_len = out_len.unsqueeze(1).expand(B, R, 1)
-        self._kept_steps = self._kept_steps.fill_(t)
+        self._kept_steps.fill_(t)
         seq, attn = self._items(t)
         self._kept_seq = seq.unsqueeze(1).expand(B, R, 1, seq.shape[2]).contiguous()  # _emit may write into it
         if attn is not None:
