@@ -14,15 +14,17 @@ than all of the rest of the search bookkeeping together). ``top_k`` returns the 
    candidates in them (plus the loose ones) hold the answer: a stable sort of those few, in index order,
    finishes the job.
 
-Invariant: ``top_k(scores, k)`` equals ``scores.sort(dim=1, descending=True, stable=True)`` cut at ``k``,
-values and indices: the ``k`` largest values, ties broken by the lower index, which in a beam is the
+Invariant: ``top_k(scores, k)`` equals ``scores.sort(dim=1, descending=True, stable=True)`` cut at ``k``:
+always in values, and above ``SMALL`` scores in indices too: the ``k`` largest values, ties broken by the lower index, which in a beam is the
 higher-ranked parent item, then the lower token id (the rule of a plain stable sort, and of the reference
 beam in ``tests/synthetic.py``). A row where more than ``k`` groups tie at ``M_k`` (equal float sums, NaN)
 sends the whole batch to that full stable sort, so the invariant holds for every input.
 
-Small problems (batch 1, beams up to 10 over an 8k vocabulary) take fewer operations instead: a max for
-``k = 1``, and ``torch.topk`` of ``k + 1`` when those values are all distinct (then no tie can be broken
-differently), checked on the host in one read.
+Small problems (at most ``SMALL`` scores: batch 1 with beams up to 10 over an 8k vocabulary) go to
+``torch.topk`` itself, stock OpenNMT-py's op: there the two passes save less than their extra tensor
+operations cost (and so does checking for ties, 60 us a step). Values are the same; among exactly equal values at the ``k``-th place the indices are
+``torch.topk``'s, as in stock (nothing certified depends on which of two equal scores a beam keeps: the
+certificate compares scores, and a run with and without early stopping makes the same choice).
 
 The two passes pay off on CPU, where the check above costs no device synchronisation. On an accelerator,
 ``torch.topk`` is already fast and is used as it is, as stock OpenNMT-py does; exact ties at the ``k``-th
@@ -34,7 +36,7 @@ import torch
 
 #: candidates per group: the first pass reads every candidate once, the sort reads ``k * GROUP``
 GROUP = 16
-#: at most this many scores in all (batch 1, small beams), fewer tensor operations beat fewer reads
+#: at most this many scores in all (batch 1, small beams): ``torch.topk``, fewer tensor operations beat fewer reads
 SMALL = 100_000
 
 
@@ -50,12 +52,8 @@ def top_k(
     group = group or GROUP
     small = SMALL if small is None else small
     B, N = scores.shape
-    if B * N <= small and N > k:
-        if k == 1:  # the first of equal maxima, as the stable sort picks it
-            return scores.max(dim=1, keepdim=True)
-        values, indices = torch.topk(scores, k + 1, dim=1)
-        if _decreasing(values):  # k + 1 distinct values: no tie to break
-            return values[:, :k].contiguous(), indices[:, :k].contiguous()
+    if B * N <= small:
+        return torch.topk(scores, k, dim=1)
     n = N // group
     if n < 4 * k:  # few candidates: a full sort is cheap
         return _stable_top_k(scores, k)

@@ -9,8 +9,8 @@ For beam sizes 1, 5, 10, 20 and batches of 1 and 32 sentences, it decodes the sa
   optimal   -stopping optimal
   optimal+r -stopping optimal -length_reward R -length_ratio RHO
 after a warm-up. Every batch is decoded by each variant in turn, in an order that rotates from batch to batch
-(A/B/C/D, B/C/D/A, ...), so all variants see the machine in the same state; a round is one pass over the
-source. It reports medians over rounds: decoded sentences per second (decode time: ``translate_batch``, i.e.
+(A/B/C/D, B/C/D/A, ...), so all variants see the machine in the same state; batches of several sentences are
+first decoded once untimed, to warm the caches. A round is one pass over the source. It reports medians over rounds: decoded sentences per second (decode time: ``translate_batch``, i.e.
 encoder, decoding loop, beam search and results; reading, transforms, batching and writing are shared and
 not timed), total and mean decoding steps, the share of decode time spent outside the model's forward pass
 (encoder, decoder step, generator and softmax are timed), and each variant's ratio against stock in the same
@@ -124,7 +124,9 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0)
 
     ``translate_batch`` runs the batch once per variant, in an order that rotates from batch to batch, so that
     every variant sees the machine in the same state (timing drift on a shared machine is seconds long).
-    Reading, transforms, batching and writing happen once per batch and are not timed. Returns, per variant:
+    Reading, transforms, batching and writing happen once per batch and are not timed. With batches of more
+    than one sentence, an untimed decode first warms the caches: a pass then holds only a few batches, which
+    cannot spread the first decode's cold-cache cost evenly over the variants. Returns, per variant:
     decode seconds, forward seconds, the parts of the rest, the 1-best token ids and the statistics."""
     translator = session.translator
     translator.beam_size = beam
@@ -140,6 +142,9 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0)
         k = count[0] % len(names)
         count[0] += 1
         results = {}
+        if batch > 1:  # warm-up, untimed
+            translator.search = searches[names[k]]
+            inner(batch_, attn_debug)
         for v in names[k:] + names[:k]:
             translator.search = searches[v]
             translator._stats = {}

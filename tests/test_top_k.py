@@ -1,4 +1,5 @@
-"""``top_k`` is exactly a stable descending sort cut at k: values and indices, ties broken by the lower index."""
+"""``top_k`` is exactly a stable descending sort cut at k: values and indices, ties broken by the lower index
+(small problems: ``torch.topk``, the same values, its own indices among exact ties)."""
 from __future__ import annotations
 
 import torch
@@ -32,24 +33,33 @@ def score_rows(draw):
 
 
 @settings(SETTINGS)
-@given(score_rows(), st.booleans())
-def test_two_pass_top_k_is_a_stable_sort_cut_at_k(case, small_path):
-    """Both the two-pass path and the small-problem path (max, or topk of k + 1 distinct values)."""
+@given(score_rows())
+def test_two_pass_top_k_is_a_stable_sort_cut_at_k(case):
     scores, k, group = case
-    values, indices = top_k(scores, k, group, small=10**9 if small_path else 0)
+    values, indices = top_k(scores, k, group, small=0)
     ref_values, ref_indices = stable(scores, k)
     assert torch.equal(values, ref_values)
     assert torch.equal(indices, ref_indices)
+
+
+@settings(SETTINGS)
+@given(score_rows())
+def test_small_problems_are_torch_topk(case):
+    """Stock's op: the stable sort's values, and indices that hold them (its own order among exact ties)."""
+    scores, k, group = case
+    values, indices = top_k(scores, k, group, small=10**9)
+    ref = torch.topk(scores, k, dim=1)
+    assert torch.equal(values, ref.values) and torch.equal(indices, ref.indices)
+    assert torch.equal(values, stable(scores, k)[0])
 
 
 def test_ties_at_the_kth_place_go_to_the_lower_index():
     scores = torch.full((2, 400), -3.0)
     scores[0, [7, 150, 399]] = 1.0  # three tied maxima, k = 2: indices 7 and 150
     scores[1, 399] = 2.0
-    for small in (0, 10**9):
-        values, indices = top_k(scores, 2, group=4, small=small)
-        assert indices.tolist() == [[7, 150], [399, 0]]
-        assert values.tolist() == [[1.0, 1.0], [2.0, -3.0]]
+    values, indices = top_k(scores, 2, group=4, small=0)
+    assert indices.tolist() == [[7, 150], [399, 0]]
+    assert values.tolist() == [[1.0, 1.0], [2.0, -3.0]]
 
 
 def test_large_rows_match_torch_topk_values():
