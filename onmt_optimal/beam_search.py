@@ -96,6 +96,7 @@ class CertifiedBeamSearch(BeamSearch):
         self._stop_code = torch.zeros((B, R), dtype=torch.long, device=dev)
         self._stop_completed = torch.zeros((B, R), dtype=torch.long, device=dev)
         self._host_flags = dev.type == "cpu"
+        self._offsets = self._beam_offset[:B].unsqueeze(1)  # (B, 1) first beam row of each example
         self._predicted = torch.tensor(
             [stop.certified and not score.bound_is_proof for score, stop in self.rules], device=dev
         )
@@ -231,11 +232,11 @@ class CertifiedBeamSearch(BeamSearch):
             self.topk_log_probs = self.topk_scores  # stock multiplies by 1.0: the same numbers, one op less
         else:
             self.topk_log_probs = self.topk_scores * length_penalty
-        self._batch_index = self.topk_ids // vocab_size + self._beam_offset[:_B].unsqueeze(1)
+        self._batch_index = self.topk_ids // vocab_size + self._row_offsets(_B)
         self.select_indices = self._batch_index.view(_B * self.beam_size)
         self.topk_ids %= vocab_size
         self.alive_seq = torch.cat(
-            [self.alive_seq[self.select_indices], self.topk_ids.view(_B * self.beam_size, 1)], -1
+            [self.alive_seq.index_select(0, self.select_indices), self.topk_ids.view(_B * self.beam_size, 1)], -1
         )
         self.maybe_update_forbidden_tokens()
         if self.return_attention or self._cov_pen:
@@ -269,7 +270,7 @@ class CertifiedBeamSearch(BeamSearch):
         curr_scores, length_penalty = self._candidate_scores(log_probs)
         self.topk_scores, self.topk_ids = self._pick_one(curr_scores)
         self.topk_log_probs = self.topk_scores * length_penalty if length_penalty != 1 else self.topk_scores
-        self._batch_index = self._beam_offset[:_B].unsqueeze(1)
+        self._batch_index = self._row_offsets(_B)
         self.select_indices = self._batch_index.view(_B)
         self.alive_seq = torch.cat([self.alive_seq, self.topk_ids], -1)
         self.maybe_update_forbidden_tokens()
@@ -278,6 +279,13 @@ class CertifiedBeamSearch(BeamSearch):
         if not self.global_scorer.has_len_pen:
             return None
         return log_probs.gather(1, self.topk_ids)
+
+    def _row_offsets(self, B):
+        """``_beam_offset[:B]`` as a column (the first beam row of each example), kept until examples leave:
+        a slice costs as much as an addition here."""
+        if self._offsets.shape[0] != B:
+            self._offsets = self._beam_offset[:B].unsqueeze(1)
+        return self._offsets
 
     def _candidate_scores(self, log_probs):
         """Stock's scores of every expansion, ``(B * beam, V)``: min-length and unk masks, the items' sums
@@ -424,15 +432,19 @@ class CertifiedBeamSearch(BeamSearch):
         """Hand the answers and statistics of the examples at batch rows ``rows`` to OpenNMT-py."""
         if not rows:
             return
-        idx = torch.tensor(rows, device=self._kept_score.device)
-        scores = self._kept_score[idx].tolist()  # [row][rule][k]
-        log_probs = self._kept_log_prob[idx].tolist()
-        lengths = self._kept_len[idx].tolist()
-        steps_of = self._kept_steps[idx].tolist()
-        stop_step = self._stop_step[idx].tolist()
-        stop_code = self._stop_code[idx].tolist()
-        stop_completed = self._stop_completed[idx].tolist()
-        src_len = self._src_len[idx]
+        if len(rows) == self._kept_score.shape[0]:  # the whole batch leaves (at batch 1, always): no gather
+            take = lambda x: x  # noqa: E731
+        else:
+            idx = torch.tensor(rows, device=self._kept_score.device)
+            take = lambda x: x[idx]  # noqa: E731
+        scores = take(self._kept_score).tolist()  # [row][rule][k]
+        log_probs = take(self._kept_log_prob).tolist()
+        lengths = take(self._kept_len).tolist()
+        steps_of = take(self._kept_steps).tolist()
+        stop_step = take(self._stop_step).tolist()
+        stop_code = take(self._stop_code).tolist()
+        stop_completed = take(self._stop_completed).tolist()
+        src_len = take(self._src_len)
         targets = [score.target_length(src_len) for score, _ in self.rules]
         targets = [t.tolist() if t is not None else [None] * len(rows) for t in targets]
         src_len = src_len.long().tolist()
