@@ -19,11 +19,16 @@ PAD, BOS, EOS, UNK = 1, 2, 3, 0
 
 
 class SyntheticModel:
-    def __init__(self, vocab_size: int, seed: int, eos_bias: float = 0.0, sharpness: float = 2.0):
+    def __init__(self, vocab_size: int, seed: int, eos_bias: float = 0.0, sharpness: float = 2.0,
+                 impossible: tuple = (), eos_after: int = 0):
+        """``impossible``: token ids of log-probability -inf (PAD and BOS otherwise get a finite -1e9); EOS is
+        impossible too after fewer than ``eos_after`` tokens."""
         self.vocab_size = vocab_size
         self.seed = seed
         self.eos_bias = eos_bias
         self.sharpness = sharpness
+        self.impossible = list(impossible)
+        self.eos_after = eos_after
         self._cache: dict = {}
 
     def log_probs(self, example: int, prefix: tuple) -> torch.Tensor:
@@ -35,6 +40,9 @@ class SyntheticModel:
             logits[EOS] += self.eos_bias + 0.3 * len(prefix)
             logits[PAD] = -1e9
             logits[BOS] = -1e9
+            logits[self.impossible] = float("-inf")
+            if len(prefix) < self.eos_after:
+                logits[EOS] = float("-inf")
             self._cache[key] = torch.log_softmax(logits.double(), -1).float()
         return self._cache[key]
 

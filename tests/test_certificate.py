@@ -68,12 +68,23 @@ def cases(draw, rules=tuple(RULES)):
     )
 
 
-def decode(case, stop, examples=None, n_best=None, bound="exact"):
+def decode(case, stop, examples=None, n_best=None, bound="exact", host_flags=True):
+    """``host_flags=False``: without the shortcuts that read flags on the host (as on an accelerator)."""
     examples = list(range(case["batch"])) if examples is None else examples
     src_lens = [case["src_lens"][e] for e in examples]
-    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"],
+                           case.get("impossible", ()), case.get("eos_after", 0))
     strategy = build(case["rule"], stop, case["beam"], len(examples), n_best or case["n_best"],
                      case["max_length"], case["reward"], case["ratio"], case["alpha"], bound)
+    if not host_flags:
+        initialize = strategy.initialize
+
+        def blind(*args, **kwargs):
+            out = initialize(*args, **kwargs)
+            strategy._host_flags = strategy._pristine = False
+            return out
+
+        strategy.initialize = blind
     saved = top_k.GROUP, top_k.SMALL
     if case.get("group"):  # the two-pass path; else the small-problem path (vocabularies here are tiny)
         top_k.GROUP, top_k.SMALL = case["group"], 0
@@ -99,6 +110,33 @@ def test_certificate_equals_exhaustive_run_of_the_same_beam(case):
     for o, e in zip(optimal.search_stats, exhaustive.search_stats):
         assert o["steps"] <= e["steps"]
         assert o["score"] == e["score"] and o["log_prob"] == e["log_prob"] and o["length"] == e["length"]
+
+
+STOPS = st.sampled_from(["default", "optimal", "exhaustive", "shrinking"])
+
+
+def same_without_host_shortcuts(case, stop):
+    fast, blind = decode(case, stop), decode(case, stop, host_flags=False)
+    assert answers(fast) == answers(blind)
+    assert fast.search_stats == blind.search_stats
+
+
+@SETTINGS
+@given(cases(), STOPS)
+def test_host_shortcuts_change_nothing(case, stop):
+    """On CPU the search reads a few flags on the host to skip idle work (``_quiet_step``, skipped merges);
+    decoding without them gives the same answers and statistics."""
+    same_without_host_shortcuts(case, stop)
+
+
+@SETTINGS
+@given(cases(), STOPS)
+def test_host_shortcuts_change_nothing_with_impossible_tokens(case, stop):
+    """The same with -inf tokens (EOS among them for two steps) and a beam wider than the vocabulary, so that
+    -inf items, children of dead items and items masked as completed fill the beam before anything completes."""
+    case = dict(case, vocab=5, impossible=(PAD, BOS, 4), eos_after=2, beam=4 + case["beam"],
+                max_length=2 + case["max_length"])
+    same_without_host_shortcuts(case, stop)
 
 
 @SETTINGS
