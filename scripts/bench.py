@@ -282,7 +282,7 @@ def main() -> None:
     parts = PartTimer(sync)
     refs = [r.read_text(encoding="utf-8").splitlines() for r in clean_refs]
     ratio = estimate_with_model(session, lines, refs).corpus
-    device = torch.cuda.get_device_name(args.gpu) if args.gpu >= 0 else f"CPU ({args.threads} threads)"
+    device = torch.cuda.get_device_name(args.gpu) if args.gpu >= 0 else f"CPU ({args.threads} thread{'s' if args.threads > 1 else ''})"
 
     rows = bench_decoding(session, timer, parts, src, min(args.lines, len(lines)), [int(b) for b in args.beams.split(",")],
                           [int(b) for b in args.batches.split(",")], args.rounds, args.reward, ratio, sync)
@@ -309,7 +309,8 @@ def report(meta, rows, sweep) -> str:
              f"{meta['lines']} dev sentences, -length_penalty none, {meta['rounds']} rounds after a warm-up, "
              f"medians. optimal+r: r = {meta['reward']}, rho = {meta['ratio']:.4f}.", "",
              "Each batch is decoded by every variant in turn, in an order that rotates from batch to batch, so "
-             "all variants see the machine in the same state; a round is one pass over the sentences. sent/s "
+             "all variants see the machine in the same state; a batch of several sentences is first decoded once, "
+             "untimed, to warm the caches. A round is one pass over the sentences. sent/s "
              "counts decode time: `translate_batch` (encoder, decoding loop, beam search, results), not the "
              "reading, transforms, batching and writing that all variants share. x stock: median over rounds of "
              "stock's decode time / this variant's in the same round; range: the lowest and highest per-round "
