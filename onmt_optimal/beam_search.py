@@ -100,7 +100,7 @@ class CertifiedBeamSearch(BeamSearch):
         self._offsets = self._beam_offset[:B].unsqueeze(1)  # (B, 1) first beam row of each example
         # every step so far was quiet (see _quiet_step)
         self._pristine = self._host_flags and beam > 1
-        self._all_live = torch.ones(B * beam, dtype=torch.bool, device=dev)
+        self._all_live = torch.ones(B * beam, dtype=torch.bool, device=dev) if self._pristine else None
         self._predicted = torch.tensor(
             [stop.certified and not score.bound_is_proof for score, stop in self.rules], device=dev
         )

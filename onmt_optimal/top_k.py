@@ -15,16 +15,18 @@ than all of the rest of the search bookkeeping together). ``top_k`` returns the 
    finishes the job.
 
 Invariant: ``top_k(scores, k)`` equals ``scores.sort(dim=1, descending=True, stable=True)`` cut at ``k``:
-always in values, and above ``SMALL`` scores in indices too: the ``k`` largest values, ties broken by the lower index, which in a beam is the
-higher-ranked parent item, then the lower token id (the rule of a plain stable sort, and of the reference
-beam in ``tests/synthetic.py``). A row where more than ``k`` groups tie at ``M_k`` (equal float sums, NaN)
-sends the whole batch to that full stable sort, so the invariant holds for every input.
+always in values, and above ``SMALL`` scores in indices too: the ``k`` largest values, ties broken by the
+lower index, which in a beam is the higher-ranked parent item, then the lower token id (the rule of a plain
+stable sort, and of the reference beam in ``tests/synthetic.py``). A row where more than ``k`` groups tie at
+``M_k`` (equal float sums, NaN) sends the whole batch to that full stable sort, so the invariant holds for
+every input.
 
 Small problems (at most ``SMALL`` scores: batch 1 with beams up to 10 over an 8k vocabulary) go to
 ``torch.topk`` itself, stock OpenNMT-py's op: there the two passes save less than their extra tensor
-operations cost (and so does checking for ties, 60 us a step). Values are the same; among exactly equal values at the ``k``-th place the indices are
-``torch.topk``'s, as in stock (nothing certified depends on which of two equal scores a beam keeps: the
-certificate compares scores, and a run with and without early stopping makes the same choice).
+operations cost (and so does checking for ties, 60 us a step). Values are the same; among exactly equal
+values at the ``k``-th place the indices are ``torch.topk``'s, as in stock (nothing certified depends on
+which of two equal scores a beam keeps: the certificate compares scores, and a run with and without early
+stopping makes the same choice).
 
 The two passes pay off on CPU, where the check above costs no device synchronisation. On an accelerator,
 ``torch.topk`` is already fast and is used as it is, as stock OpenNMT-py does; exact ties at the ``k``-th

@@ -10,12 +10,13 @@ For beam sizes 1, 5, 10, 20 and batches of 1 and 32 sentences, it decodes the sa
   optimal+r -stopping optimal -length_reward R -length_ratio RHO
 after a warm-up. Every batch is decoded by each variant in turn, in an order that rotates from batch to batch
 (A/B/C/D, B/C/D/A, ...), so all variants see the machine in the same state; batches of several sentences are
-first decoded once untimed, to warm the caches. A round is one pass over the source. It reports medians over rounds: decoded sentences per second (decode time: ``translate_batch``, i.e.
-encoder, decoding loop, beam search and results; reading, transforms, batching and writing are shared and
-not timed), total and mean decoding steps, the share of decode time spent outside the model's forward pass
-(encoder, decoder step, generator and softmax are timed), and each variant's ratio against stock in the same
-round. Then it times the r x b sweep (8 rewards x 20 beam
-sizes) as one decode per beam against 160 separate decodes, and checks that both give identical numbers.
+first decoded once untimed, to warm the caches. A round is one pass over the source. It reports medians over
+rounds: decoded sentences per second (decode time: ``translate_batch``, i.e. encoder, decoding loop, beam
+search and results; reading, transforms, batching and writing are shared and not timed), total and mean
+decoding steps, the share of decode time spent outside the model's forward pass (encoder, decoder step,
+generator and softmax are timed), and each variant's ratio against stock in the same round. Then it times the
+r x b sweep (8 rewards x 20 beam sizes) as one decode per beam against 160 separate decodes, and checks that
+both give identical numbers.
 Writes benchmarks/RESULTS.md (or --out) and a JSON file beside it. Timings go in no test.
 """
 from __future__ import annotations
@@ -282,7 +283,8 @@ def main() -> None:
     parts = PartTimer(sync)
     refs = [r.read_text(encoding="utf-8").splitlines() for r in clean_refs]
     ratio = estimate_with_model(session, lines, refs).corpus
-    device = torch.cuda.get_device_name(args.gpu) if args.gpu >= 0 else f"CPU ({args.threads} thread{'s' if args.threads > 1 else ''})"
+    threads = f"{args.threads} thread{'s' if args.threads > 1 else ''}"
+    device = torch.cuda.get_device_name(args.gpu) if args.gpu >= 0 else f"CPU ({threads})"
 
     rows = bench_decoding(session, timer, parts, src, min(args.lines, len(lines)), [int(b) for b in args.beams.split(",")],
                           [int(b) for b in args.batches.split(",")], args.rounds, args.reward, ratio, sync)
