@@ -68,6 +68,7 @@ class CertifiedBeamSearch(BeamSearch):
             raise ValueError("a shrinking beam is a beam of its own: it can share a decode only with other "
                              "shrinking rules (their beams shrink alike, whatever they score)")
         self.scoring, self.stopping = self.rules[0]
+        self._one = self.beam_size == 1 and not self._cov_pen  # a beam of one item: see _advance_one
         self._shrinks = self.stopping.shrinks
         self._exact_log_prob = any(stop.certified for _, stop in self.rules)
         self.search_stats = [None] * self.batch_size
@@ -108,6 +109,8 @@ class CertifiedBeamSearch(BeamSearch):
 
     # ------------------------------------------------------------------ one step
     def advance(self, log_probs, attn):
+        if self._one:
+            return self._advance_one(log_probs, attn)
         B = log_probs.shape[0] // self.beam_size
         parent_live = self._live
         sums = self._expand(log_probs, attn)  # OpenNMT-py's step: top-k, back-pointers, alive_seq/attn
@@ -115,18 +118,7 @@ class CertifiedBeamSearch(BeamSearch):
         t = len(self) - 1  # tokens generated, this step's included
         T = self.max_length
         at_max = t >= T
-
-        # exact cumulative log p of each chosen item
-        if sums is not None:  # a length penalty: stock's topk_log_probs (score * penalty) may be a few ulps off
-            log_prob = sums
-            if self._exact_log_prob:
-                penalty = self.global_scorer.length_penalty(t + 1, alpha=self.global_scorer.alpha)
-                untouched = self.topk_scores == log_prob / penalty
-                log_prob = torch.where(untouched, log_prob, self.topk_log_probs)
-                self.topk_log_probs = log_prob.clone()
-        else:
-            log_prob = self.topk_log_probs  # score * 1.0: already exact (masked only at the end of this step)
-
+        log_prob = self._exact_log_prob_of(sums, t)
         eos = self.topk_ids.eq(self.eos)
         if self._pristine and not at_max:
             if self._quiet_step(log_prob, eos):
@@ -134,18 +126,14 @@ class CertifiedBeamSearch(BeamSearch):
                 self.is_finished_list = [[False]]
                 return
             self._pristine = False  # from here on, every step takes the general path
-        if beam == 1:  # an example leaves as soon as its one item completes, so every item here is a real prefix
-            completed = torch.ones_like(eos) if at_max else eos
-            live = None
-        else:
-            # children of live items; one that scores -inf could enter the beam only if fewer than beam
-            # candidates were finite, and it would then complete or stay in the beam harmlessly at -inf
-            real = parent_live.index_select(0, self.select_indices).view(B, beam)
-            if self._shrinks:  # only the example's current width of top items is its beam
-                real &= torch.arange(beam, device=real.device).unsqueeze(0) < self._width.unsqueeze(1)
-            # at max_length every item is finished by force, as in stock
-            completed = real if at_max else real & eos
-            live = real ^ completed
+        # children of live items; one that scores -inf could enter the beam only if fewer than beam
+        # candidates were finite, and it would then complete or stay in the beam harmlessly at -inf
+        real = parent_live.index_select(0, self.select_indices).view(B, beam)
+        if self._shrinks:  # only the example's current width of top items is its beam
+            real &= torch.arange(beam, device=real.device).unsqueeze(0) < self._width.unsqueeze(1)
+        # at max_length every item is finished by force, as in stock
+        completed = real if at_max else real & eos
+        live = real ^ completed
 
         view = StepView(
             log_prob=log_prob,
@@ -166,11 +154,8 @@ class CertifiedBeamSearch(BeamSearch):
                 finals = self.scoring.final(view).unsqueeze(1)
             else:
                 finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)  # (B, R, beam)
-            if beam == 1:
-                self._collect_one(finals, log_prob, view.out_len, t)
-            else:
-                collect = completed.unsqueeze(1) if running is None else completed.unsqueeze(1) & running.unsqueeze(2)
-                self._collect(collect, finals, log_prob, view.out_len, t)
+            collect = completed.unsqueeze(1) if running is None else completed.unsqueeze(1) & running.unsqueeze(2)
+            self._collect(collect, finals, log_prob, view.out_len, t)
             counts = completed.sum(dim=1)
             self._n_completed = self._n_completed + counts
             if self._shrinks:
@@ -178,8 +163,6 @@ class CertifiedBeamSearch(BeamSearch):
 
         if at_max:
             newly = torch.ones_like(self._stop_step, dtype=torch.bool) if running is None else running
-        elif beam == 1:  # a beam of one item: every rule stops when it completes, as no live item is left
-            newly = completed.expand(B, len(self.rules))
         else:
             done_now = []
             for r, (score, stop) in enumerate(self.rules):
@@ -194,12 +177,10 @@ class CertifiedBeamSearch(BeamSearch):
                 )))
             newly = done_now[0] if running is None else running & torch.stack(done_now, dim=1)
         any_done = False
-        if not self._host_flags or (some_completed if beam == 1 and not at_max else bool(newly.any())):
+        if not self._host_flags or bool(newly.any()):
             newly = newly.view(B, -1)
             if at_max:
                 code = torch.full_like(self._stop_code, _MAX_LENGTH)
-            elif live is None:  # a beam of one: its item completed
-                code = torch.full_like(self._stop_code, _ALL_FINISHED)
             else:
                 code = torch.where(self._predicted, _PREDICTED, _RULE).unsqueeze(0)
                 code = torch.where((~live.any(dim=1)).unsqueeze(1), _ALL_FINISHED, code)
@@ -209,13 +190,51 @@ class CertifiedBeamSearch(BeamSearch):
             self._done = (self._stop_step > 0).all(dim=1)
             any_done = bool(self._done.any())
 
-        if live is not None:
-            # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam,
-            # do the items that fell outside it. (A beam of one has left with its completed item.)
-            self.topk_log_probs.masked_fill_(~live if self._shrinks else eos, FINISHED_MASK)
-            self._live = live.view(-1)
+        # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam, do
+        # the items that fell outside it
+        self.topk_log_probs.masked_fill_(~live if self._shrinks else eos, FINISHED_MASK)
+        self._live = live.view(-1)
         # the decode loop calls update_finished() only when this says an example is done
         self.is_finished_list = [[any_done]]
+
+    def _advance_one(self, log_probs, attn):
+        """``advance`` for a beam of one item (``-beam_size 1``; stock runs it as a ``BeamSearch`` too).
+
+        An example's one item is its whole beam, so every rule stops with the example at the step that item
+        completes (no live item is left to bound) and the answer is that item. Hence every example still in
+        the batch has completed nothing, and no per-example state but ``|x|`` outlives a step: the statistics
+        of a leaving example follow from the step alone (``_stop_lists``), and leaving re-indexes nothing of
+        ours but ``|x|``."""
+        sums = self._expand_one(log_probs, attn)
+        t = len(self) - 1
+        at_max = t >= self.max_length
+        eos = self.topk_ids.eq(self.eos)  # (B, 1)
+        if self._host_flags and not at_max and not bool(eos.any()):  # nothing completes, nobody leaves
+            self.is_finished_list = [[False]]
+            return
+        completed = torch.ones_like(eos) if at_max else eos
+        view = StepView(log_prob=self._exact_log_prob_of(sums, t), out_len=t - eos.long(), src_len=self._src_len, step=t,
+                        max_length=self.max_length, stock_score=self.topk_scores)
+        if len(self.rules) == 1:
+            finals = self.scoring.final(view).unsqueeze(1)
+        else:
+            finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)  # (B, R, 1)
+        self._collect_one(finals, view.log_prob, view.out_len, t)
+        self._done = completed.view(-1)
+        self.is_finished_list = [[True]] if self._host_flags else [[bool(completed.any())]]
+
+    def _exact_log_prob_of(self, sums, t):
+        """The exact cumulative log p of each chosen item, (B, beam). Under a length penalty ``sums`` holds the
+        sums (see ``_expand``); stock's ``topk_log_probs`` (score * penalty) may be a few ulps off them."""
+        if sums is None:
+            return self.topk_log_probs  # score * 1.0: already exact (masked only at the end of this step)
+        log_prob = sums
+        if self._exact_log_prob:
+            penalty = self.global_scorer.length_penalty(t + 1, alpha=self.global_scorer.alpha)
+            untouched = self.topk_scores == log_prob / penalty
+            log_prob = torch.where(untouched, log_prob, self.topk_log_probs)
+            self.topk_log_probs = log_prob.clone()
+        return log_prob
 
     def _quiet_step(self, log_prob, eos) -> bool:
         """Does this step, like every step before it, complete nothing and keep every item's log p finite?
@@ -239,8 +258,6 @@ class CertifiedBeamSearch(BeamSearch):
 
         Returns the chosen items' sums ``log p`` (B, beam) under a length penalty (``topk_log_probs`` is then
         stock's ``score * penalty``), else None (``topk_log_probs`` is the sum)."""
-        if self.beam_size == 1 and not self._cov_pen:
-            return self._expand_one(log_probs, attn)
         vocab_size = log_probs.size(-1)
         _B = log_probs.shape[0] // self.beam_size
         if self._stepwise_cov_pen and self._prev_penalty is not None:
@@ -387,18 +404,17 @@ class CertifiedBeamSearch(BeamSearch):
 
     def _collect_one(self, score, log_prob, out_len, t):
         """``_collect`` for a beam of one item: an example completes once and leaves in that very step (every
-        rule stops with it), so its answer is this step's item, taken as it is for every row. A row whose item
-        did not complete holds a live item's numbers here, which nothing reads: it is overwritten when its item
-        completes (at ``max_length`` at the latest), before it can leave."""
+        rule stops with it), so its answer is this step's item, taken as it is for every row (tokens unpadded,
+        ``(B, R, 1, t)``). A row whose item did not complete holds a live item's numbers here, which nothing
+        reads: it does not leave at this step, and the step it leaves at overwrites them."""
         B, R = score.shape[:2]
         self._kept_score = score
         self._kept_log_prob = log_prob.unsqueeze(1).expand(B, R, 1)
         self._kept_len = out_len.unsqueeze(1).expand(B, R, 1)
-        self._kept_steps.fill_(t)
-        seq, attn = self._items(t)
-        self._kept_seq = seq.unsqueeze(1).expand(B, R, 1, seq.shape[2]).contiguous()  # _emit may write into it
-        if attn is not None:
-            self._kept_attn = attn.unsqueeze(1).expand(B, R, *attn.shape[1:])
+        self._kept_seq = self.alive_seq[:, 1:].view(B, 1, 1, t).expand(B, R, 1, t).contiguous()  # _emit writes
+        if self.alive_attn is not None:
+            S = self.alive_attn.shape[2]
+            self._kept_attn = self.alive_attn.view(B, 1, 1, t, S).expand(B, R, 1, t, S)
 
     def _items(self, t):
         """This step's items as hypotheses, padded to ``max_length``: tokens ``(B, beam, T)`` (BOS dropped) and
@@ -423,7 +439,7 @@ class CertifiedBeamSearch(BeamSearch):
         done = self._done
         B_old = done.shape[0]
         step = self.alive_seq.shape[-1]
-        self._emit(done.nonzero().view(-1).tolist())
+        self._emit(done.nonzero().view(-1))
 
         non_finished = (~done).nonzero().view(-1)
         if non_finished.numel() == 0:
@@ -437,11 +453,14 @@ class CertifiedBeamSearch(BeamSearch):
             else None
         )
         self.remove_finished_batches(B_new, B_old, non_finished.cpu(), predictions, attention, step)
-        for name in self._PER_EXAMPLE:
-            value = getattr(self, name)
-            if value is not None:
-                setattr(self, name, value[non_finished])
-        self._live = self._live.view(B_old, self.beam_size)[non_finished].view(-1)
+        if self._one:  # nothing of ours outlives a step but |x| (see _advance_one)
+            self._src_len = self._src_len[non_finished]
+        else:
+            for name in self._PER_EXAMPLE:
+                value = getattr(self, name)
+                if value is not None:
+                    setattr(self, name, value[non_finished])
+            self._live = self._live.view(B_old, self.beam_size)[non_finished].view(-1)
         self.select_indices = self._batch_index.view(B_new * self.beam_size)
         self.src_len = self.src_len[self.select_indices]
         self.maybe_update_target_prefix(self.select_indices)
@@ -451,39 +470,52 @@ class CertifiedBeamSearch(BeamSearch):
             code, stop.reason
         )
 
-    def _emit(self, rows):
-        """Hand the answers and statistics of the examples at batch rows ``rows`` to OpenNMT-py."""
+    def _stop_lists(self, take, n):
+        """Per leaving row and rule: the step it stopped at, why (a ``_stop_code``), how many hypotheses it had
+        completed by then, and the step each kept hypothesis completed at (per k): nested lists."""
+        if self._one:  # every rule stops now, with the one item, which completed now
+            t, R = len(self) - 1, len(self.rules)
+            code = _MAX_LENGTH if t >= self.max_length else _ALL_FINISHED
+            return [[t] * R] * n, [[code] * R] * n, [[1] * R] * n, [[[t] for _ in range(R)] for _ in range(n)]
+        return (take(self._stop_step).tolist(), take(self._stop_code).tolist(), take(self._stop_completed).tolist(),
+                take(self._kept_steps).tolist())
+
+    def _emit(self, leaving):
+        """Hand the answers and statistics of the examples at batch rows ``leaving`` (a tensor) to OpenNMT-py."""
+        rows = leaving.tolist()
         if not rows:
             return
         if len(rows) == self._kept_score.shape[0]:  # the whole batch leaves (at batch 1, always): no gather
             take = lambda x: x  # noqa: E731
         else:
-            idx = torch.tensor(rows, device=self._kept_score.device)
-            take = lambda x: x[idx]  # noqa: E731
+            take = lambda x: x.index_select(0, leaving)  # noqa: E731
         scores = take(self._kept_score).tolist()  # [row][rule][k]
         log_probs = take(self._kept_log_prob).tolist()
         lengths = take(self._kept_len).tolist()
-        steps_of = take(self._kept_steps).tolist()
-        stop_step = take(self._stop_step).tolist()
-        stop_code = take(self._stop_code).tolist()
-        stop_completed = take(self._stop_completed).tolist()
+        stop_step, stop_code, stop_completed, steps_of = self._stop_lists(take, len(rows))
         src_len = take(self._src_len)
         targets = [score.target_length(src_len) for score, _ in self.rules]
         targets = [t.tolist() if t is not None else [None] * len(rows) for t in targets]
         src_len = src_len.long().tolist()
         now = len(self) - 1
+        kept = [[[k for k in range(self.n_best) if per_rule[k] != NEG_INF] for per_rule in row] for row in scores]
         for j, row in enumerate(rows):
-            b = int(self._batch_offset[row])
-            results = []
-            for r, (score, stop) in enumerate(self.rules):
-                kept = [k for k in range(self.n_best) if scores[j][r][k] != NEG_INF]
-                if not kept:  # nothing ever completed (every item had -inf score): report the top item
-                    kept = [0]
+            for r, kept_r in enumerate(kept[j]):
+                if not kept_r:  # nothing ever completed (every item had -inf score): report the top item
+                    kept_r.append(0)
                     steps_of[j][r][0] = now
                     self._kept_seq[row, r, 0, :now] = self.alive_seq.view(-1, self.beam_size, now + 1)[row, 0, 1:]
                 # OpenNMT-py expects exactly n_best answers; fewer exist only when the beam ran dry first
-                kept += [kept[-1]] * (self.n_best - len(kept))
-                best = kept[0]
+                kept_r += [kept_r[-1]] * (self.n_best - len(kept_r))
+        longest = max(steps_of[j][r][k[0]] for j in range(len(rows)) for r, k in enumerate(kept[j]))
+        tokens = take(self._kept_seq)[..., :longest].tolist()  # [row][rule][k][step]
+        batch_of = self._batch_offset.tolist()
+        for j, row in enumerate(rows):
+            b = batch_of[row]
+            results = []
+            for r, (score, stop) in enumerate(self.rules):
+                best = kept[j][r][0]
+                ys = tokens[j][r][best][: steps_of[j][r][best]]
                 results.append({
                     "steps": stop_step[j][r],
                     "stop_reason": self._reason(stop_code[j][r], stop),
@@ -493,20 +525,17 @@ class CertifiedBeamSearch(BeamSearch):
                     "target_length": targets[r][j],
                     "src_length": src_len[j],
                     "completed": stop_completed[j][r],
+                    "tokens": ys[:-1] if ys and ys[-1] == self.eos else ys,
                 })
-                if r == 0:
-                    for k in kept:
-                        n = steps_of[j][0][k]
-                        self.scores[b].append(scores[j][0][k])
-                        self.predictions[b].append(self._kept_seq[row, 0, k, :n])
-                        if self._kept_attn is not None:
-                            self.attention[b].append(self._kept_attn[row, 0, k, :n, : src_len[j]])
-                        else:
-                            self.attention[b].append([])
-                tokens = self._kept_seq[row, r, best, : steps_of[j][r][best]].tolist()
-                results[-1]["tokens"] = tokens[:-1] if tokens and tokens[-1] == self.eos else tokens
+            for k in kept[j][0]:
+                n = steps_of[j][0][k]
+                self.scores[b].append(scores[j][0][k])
+                self.predictions[b].append(self._kept_seq[row, 0, k, :n])
+                if self._kept_attn is not None:
+                    self.attention[b].append(self._kept_attn[row, 0, k, :n, : src_len[j]])
+                else:
+                    self.attention[b].append([])
             self.search_stats[b] = {k: v for k, v in results[0].items() if k != "tokens"}
             self.rule_results[b] = results
-
 
 patch.resume(__name__)  # finish patching OpenNMT-py if this module was the first to import it (patch.py)
