@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -171,16 +172,22 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0)
     return out
 
 
-def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, reward, ratio, sync):
+def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, reward, ratio, sync,
+                   min_seconds=0.0):
+    """Every (batch, beam) configuration: a warm-up round, then ``rounds`` rounds, or more where rounds are
+    short, so that each configuration is timed for at least ``min_seconds`` (a round of 1 s has a per-round
+    ratio that wanders by several percent; the median of many of them does not)."""
     from onmt_optimal.translator import ordered
 
     rows = []
     for batch in batches:
         for beam in beams:
             searches = {v: search_for(v, reward, ratio) for v in VARIANTS}
+            start = time.perf_counter()
             run_round(session, timer, parts, src, beam, batch, searches, sync)  # warm-up
+            warm_up = time.perf_counter() - start
             samples = []
-            for k in range(rounds):
+            for k in range(max(rounds, math.ceil(min_seconds / warm_up))):
                 samples.append(run_round(session, timer, parts, src, beam, batch, searches, sync, offset=k))
             last = samples[-1]
             assert last["default"]["preds"] == last["stock"]["preds"], "our default search must give stock's output"
@@ -200,6 +207,7 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
                     **{f"share_{p}": statistics.median([r[v]["split"][p] / r[v]["decode"] for r in samples])
                        for p in PartTimer.PARTS},
                     "total_steps": sum(steps[v]), "mean_steps": sum(steps[v]) / len(steps[v]),
+                    "rounds": len(samples),
                 })
                 print(f"batch {batch:2d} beam {beam:2d} {v:10s} {rows[-1]['sent_per_s']:8.1f} sent/s  "
                       f"x{rows[-1]['speed_vs_stock']:.3f} vs stock ({_range(rows[-1])})  outside forward "
@@ -244,7 +252,9 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=320, help="first N source lines")
     parser.add_argument("--beams", default="1,5,10,20")
     parser.add_argument("--batches", default="1,32")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per configuration, at least")
+    parser.add_argument("--min-seconds", type=float, default=60.0,
+                        help="more rounds where a configuration's rounds take less than this in all")
     parser.add_argument("--reward", type=float, default=1.2)
     parser.add_argument("--sweep-lines", type=int, default=200, help="0: skip the sweep timing")
     parser.add_argument("--gpu", type=int, default=None, help="GPU id (default: 0 when CUDA is available, else CPU)")
@@ -287,7 +297,8 @@ def main() -> None:
     device = torch.cuda.get_device_name(args.gpu) if args.gpu >= 0 else f"CPU ({threads})"
 
     rows = bench_decoding(session, timer, parts, src, min(args.lines, len(lines)), [int(b) for b in args.beams.split(",")],
-                          [int(b) for b in args.batches.split(",")], args.rounds, args.reward, ratio, sync)
+                          [int(b) for b in args.batches.split(",")], args.rounds, args.reward, ratio, sync,
+                          args.min_seconds)
     sweep = None
     if args.sweep_lines > 0:
         sweep_src = work / "sweep.src"
@@ -296,7 +307,8 @@ def main() -> None:
                             [0, 0.5, 1, 1.1, 1.2, 1.3, 1.4, 1.5], ratio)
         print(f"sweep: {sweep}")
     meta = {"device": device, "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
-            "config": args.config, "lines": args.lines, "rounds": args.rounds, "reward": args.reward,
+            "config": args.config, "lines": args.lines, "rounds": args.rounds, "min_seconds": args.min_seconds,
+            "reward": args.reward,
             "ratio": ratio, "sweep_lines": args.sweep_lines}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -305,10 +317,22 @@ def main() -> None:
     print(f"-> {out}")
 
 
+def _rounds(meta, rows) -> str:
+    """How many timed rounds each configuration got (runs before ``--min-seconds`` got ``--rounds`` each)."""
+    counts = {}
+    for r in rows:
+        counts.setdefault(r.get("rounds", meta["rounds"]), []).append(f"batch {r['batch']} b = {r['beam']}")
+    if len(counts) == 1:
+        return f"{next(iter(counts))} rounds"
+    least = min(counts)
+    more = "; ".join(f"{n} for {', '.join(dict.fromkeys(where))}" for n, where in sorted(counts.items()) if n != least)
+    return f"{least} rounds ({more}: at least {meta.get('min_seconds', 0):.0f} s of rounds per configuration)"
+
+
 def report(meta, rows, sweep) -> str:
     lines = [f"# Benchmark: onmt-optimal vs stock OpenNMT-py ({meta['device']})", "",
              f"`python scripts/bench.py` on {meta['machine']}; model config `{meta['config']}`, first "
-             f"{meta['lines']} dev sentences, -length_penalty none, {meta['rounds']} rounds after a warm-up, "
+             f"{meta['lines']} dev sentences, -length_penalty none, {_rounds(meta, rows)} after a warm-up, "
              f"medians. optimal+r: r = {meta['reward']}, rho = {meta['ratio']:.4f}.", "",
              "Each batch is decoded by every variant in turn, in an order that rotates from batch to batch, so "
              "all variants see the machine in the same state; a batch of several sentences is first decoded once, "
