@@ -498,7 +498,8 @@ class CertifiedBeamSearch(BeamSearch):
         targets = [t.tolist() if t is not None else [None] * len(rows) for t in targets]
         src_len = src_len.long().tolist()
         now = len(self) - 1
-        kept = [[[k for k in range(self.n_best) if per_rule[k] != NEG_INF] for per_rule in row] for row in scores]
+        # a beam of one item keeps one hypothesis per rule, whatever n_best (it completes only one)
+        kept = [[[k for k, score in enumerate(per_rule) if score != NEG_INF] for per_rule in row] for row in scores]
         for j, row in enumerate(rows):
             for r, kept_r in enumerate(kept[j]):
                 if not kept_r:  # nothing ever completed (every item had -inf score): report the top item

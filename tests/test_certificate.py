@@ -226,6 +226,24 @@ def test_n_best_list_is_sorted_and_complete():
         assert strategy.scores[b] == sorted(strategy.scores[b], reverse=True)
 
 
+@pytest.mark.parametrize("stop", ["default", "optimal", "exhaustive", "shrinking"])
+@pytest.mark.parametrize("beam", [1, 3])
+def test_n_best_above_the_beam_size(beam, stop):
+    """OpenNMT-py accepts an -n_best above -beam_size: every example still gets n_best answers, sorted, the
+    last one repeated where fewer completed (a beam of one item completes exactly one), and under a rule whose
+    stop does not depend on n_best the 1-best is the one of -n_best 1."""
+    case = dict(rule="none", seed=5, vocab=9, eos_bias=1.0, sharpness=2.0, beam=beam, batch=3, n_best=beam + 2,
+                max_length=8, src_lens=[3, 4, 5], reward=0.0, ratio=1.0, alpha=1.0)
+    many, one = answers(decode(case, stop)), answers(decode(case, stop, n_best=1))
+    for b in range(3):
+        assert len(many[b]) == beam + 2
+        assert [score for score, _ in many[b]] == sorted((score for score, _ in many[b]), reverse=True)
+        if beam == 1:
+            assert many[b] == [one[b][0]] * 3
+        if stop != "default":  # OpenNMT-py's rule waits for n_best completed hypotheses
+            assert many[b][0] == one[b][0]
+
+
 def test_bounded_reward_reaches_longer_outputs_than_raw_log_prob():
     base = dict(rule="reward", seed=11, vocab=8, eos_bias=1.5, sharpness=2.0, beam=4, batch=4, n_best=1, max_length=9,
                 src_lens=[6, 6, 6, 6], ratio=1.0, alpha=1.0)
