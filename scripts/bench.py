@@ -62,12 +62,13 @@ class ForwardTimer:
 
 class PartTimer:
     """Splits the time outside the forward pass: the top-k (``_pick``), the rest of each step (``advance``), the
-    examples leaving the batch (``update_finished``); what is left is OpenNMT-py's decode loop (decoder-state
-    reordering, batching). Wraps the stock and our beam search classes alike."""
+    examples leaving the batch (``update_finished``), the decoder's state following the beam's back-pointers
+    (``map_state``, called by OpenNMT-py's decode loop every step); what is left is the rest of that loop
+    (encoder-output reordering, results). Wraps the stock and our beam search classes alike."""
 
-    PARTS = ("select", "step", "finish")
+    PARTS = ("select", "step", "finish", "reorder")
 
-    def __init__(self, sync):
+    def __init__(self, sync, decoder):
         from onmt.translate.beam_search import BeamSearchBase
 
         from onmt_optimal.beam_search import CertifiedBeamSearch
@@ -79,6 +80,7 @@ class PartTimer:
                                ("update_finished", "finish")):
                 if name in cls.__dict__:
                     setattr(cls, name, self._timed(cls.__dict__[name], part))
+        decoder.map_state = self._timed(decoder.map_state, "reorder")
 
     def reset(self):
         self.seconds = dict.fromkeys(self.PARTS, 0.0)
@@ -290,7 +292,7 @@ def main() -> None:
     session = Session(["-config", args.config, "-gpu", str(args.gpu)])
     sync = torch.cuda.synchronize if args.gpu >= 0 else (lambda: None)
     timer = ForwardTimer(session.translator, sync)
-    parts = PartTimer(sync)
+    parts = PartTimer(sync, session.translator.model.decoder)
     refs = [r.read_text(encoding="utf-8").splitlines() for r in clean_refs]
     ratio = estimate_with_model(session, lines, refs).corpus
     threads = f"{args.threads} thread{'s' if args.threads > 1 else ''}"
@@ -323,7 +325,8 @@ def _rounds(meta, rows) -> str:
     for r in rows:
         counts.setdefault(r.get("rounds", meta["rounds"]), []).append(f"batch {r['batch']} b = {r['beam']}")
     if len(counts) == 1:
-        return f"{next(iter(counts))} rounds"
+        n = next(iter(counts))
+        return f"{n} round{'s' if n != 1 else ''}"
     least = min(counts)
     more = "; ".join(f"{n} for {', '.join(dict.fromkeys(where))}" for n, where in sorted(counts.items()) if n != least)
     return f"{least} rounds ({more}: at least {meta.get('min_seconds', 0):.0f} s of rounds per configuration)"
@@ -344,18 +347,21 @@ def report(meta, rows, sweep) -> str:
              "alone.", "",
              "Outside forward = share of decode time outside the model's forward pass (encoder, decoder step, "
              "generator, softmax), split into the beam's top-k, the rest of its step (for ours: the search "
-             "bookkeeping), examples leaving the batch, and the rest: OpenNMT-py's decoding loop (decoder-state "
-             "reordering, translation results).", "",
-             "| batch | beam | variant | sent/s | x stock | range | outside forward | top-k | step | leaving | other "
-             "| mean steps | total steps |",
-             "|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "bookkeeping), examples leaving the batch, the decoder state following the beam (OpenNMT-py's "
+             "`map_state`, every step) and the rest of OpenNMT-py's decoding loop (encoder-output reordering, "
+             "translation results).", "",
+             "| batch | beam | variant | sent/s | x stock | range | outside forward | top-k | step | leaving "
+             "| state reorder | other | mean steps | total steps |",
+             "|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        loop = r["outside_forward"] - r["share_select"] - r["share_step"] - r["share_finish"]
+        reorder = r.get("share_reorder")  # absent from runs before it was timed: then part of "other"
+        loop = r["outside_forward"] - r["share_select"] - r["share_step"] - r["share_finish"] - (reorder or 0)
         lines.append(f"| {r['batch']} | {r['beam']} | {r['variant']} | {r['sent_per_s']:.1f} | "
                      f"{r['speed_vs_stock']:.3f} | {_range(r)} | {100 * r['outside_forward']:.1f}% | "
                      f"{100 * r['share_select']:.1f}% | {100 * r['share_step']:.1f}% | "
-                     f"{100 * r['share_finish']:.1f}% | {100 * loop:.1f}% | {r['mean_steps']:.2f} | "
-                     f"{r['total_steps']} |")
+                     f"{100 * r['share_finish']:.1f}% | "
+                     f"{'-' if reorder is None else f'{100 * reorder:.1f}%'} | {100 * loop:.1f}% | "
+                     f"{r['mean_steps']:.2f} | {r['total_steps']} |")
     lines += ["", "Steps: decoding steps until each sentence stops. Stock keeps no per-sentence count; its steps are "
               "those of `default`, the same search, whose output the run checks to be identical to stock's.",
               "", "Steps saved by optimal stopping (mean per sentence, stock minus optimal, log-probability):", ""]
