@@ -150,10 +150,7 @@ class CertifiedBeamSearch(BeamSearch):
         some_completed = not self._host_flags or bool(completed.any())
         if some_completed:
             view.out_len = t - eos.long()
-            if len(self.rules) == 1:
-                finals = self.scoring.final(view).unsqueeze(1)
-            else:
-                finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)  # (B, R, beam)
+            finals = self._finals(view)
             collect = completed.unsqueeze(1) if running is None else completed.unsqueeze(1) & running.unsqueeze(2)
             self._collect(collect, finals, log_prob, view.out_len, t)
             counts = completed.sum(dim=1)
@@ -213,15 +210,17 @@ class CertifiedBeamSearch(BeamSearch):
             self.is_finished_list = [[False]]
             return
         completed = torch.ones_like(eos) if at_max else eos
-        view = StepView(log_prob=self._exact_log_prob_of(sums, t), out_len=t - eos.long(), src_len=self._src_len, step=t,
-                        max_length=self.max_length, stock_score=self.topk_scores)
-        if len(self.rules) == 1:
-            finals = self.scoring.final(view).unsqueeze(1)
-        else:
-            finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)  # (B, R, 1)
-        self._collect_one(finals, view.log_prob, view.out_len, t)
+        view = StepView(log_prob=self._exact_log_prob_of(sums, t), out_len=t - eos.long(), src_len=self._src_len,
+                        step=t, max_length=self.max_length, stock_score=self.topk_scores)
+        self._collect_one(self._finals(view), view.log_prob, view.out_len, t)
         self._done = completed.view(-1)
         self.is_finished_list = [[True]] if self._host_flags else [[bool(completed.any())]]
+
+    def _finals(self, view):
+        """Each rule's final score of every item of the step, ``(B, R, beam)``."""
+        if len(self.rules) == 1:
+            return self.scoring.final(view).unsqueeze(1)
+        return torch.stack([score.final(view) for score, _ in self.rules], dim=1)
 
     def _exact_log_prob_of(self, sums, t):
         """The exact cumulative log p of each chosen item, (B, beam). Under a length penalty ``sums`` holds the
