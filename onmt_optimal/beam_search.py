@@ -205,14 +205,16 @@ class CertifiedBeamSearch(BeamSearch):
         sums = self._expand_one(log_probs, attn)
         t = len(self) - 1
         at_max = t >= self.max_length
+        # every step, idle or not: it also puts the exact sums back into topk_log_probs for the next step
+        log_prob = self._exact_log_prob_of(sums, t)
         eos = self.topk_ids.eq(self.eos)  # (B, 1)
         if self._host_flags and not at_max and not bool(eos.any()):  # nothing completes, nobody leaves
             self.is_finished_list = [[False]]
             return
         completed = torch.ones_like(eos) if at_max else eos
-        view = StepView(log_prob=self._exact_log_prob_of(sums, t), out_len=t - eos.long(), src_len=self._src_len,
-                        step=t, max_length=self.max_length, stock_score=self.topk_scores)
-        self._collect_one(self._finals(view), view.log_prob, view.out_len, t)
+        view = StepView(log_prob=log_prob, out_len=t - eos.long(), src_len=self._src_len, step=t,
+                        max_length=self.max_length, stock_score=self.topk_scores)
+        self._collect_one(self._finals(view), log_prob, view.out_len, t)
         self._done = completed.view(-1)
         self.is_finished_list = [[True]] if self._host_flags else [[bool(completed.any())]]
 
