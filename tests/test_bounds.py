@@ -10,8 +10,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onmt_optimal.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
-from synthetic import BOS, EOS, PAD, SyntheticModel, make_scorer
+from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
+from synthetic import BOS, EOS, PAD, SyntheticModel
 
 
 def view(rule, log_prob, t, T, src_len, eos):
@@ -61,7 +61,7 @@ def test_no_completion_scores_above_any_ancestor_bound(rule, seed, sharpness, eo
     elif rule == "bp":
         scoring = BPNorm(ratio)
     else:
-        scoring = StockScore(make_scorer(rule, alpha))
+        scoring = StockScore(rule, alpha)
     checked: list = []
     walk(model, scoring, (), 0.0, T, src_len, [], checked)
     assert checked

@@ -6,7 +6,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onmt_optimal.top_k import top_k
+from onmt_optimal.search.top_k import TopK
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -36,7 +36,7 @@ def score_rows(draw):
 @given(score_rows())
 def test_two_pass_top_k_is_a_stable_sort_cut_at_k(case):
     scores, k, group = case
-    values, indices = top_k(scores, k, group, small=0)
+    values, indices = TopK(group, 0)(scores, k)
     ref_values, ref_indices = stable(scores, k)
     assert torch.equal(values, ref_values)
     assert torch.equal(indices, ref_indices)
@@ -47,7 +47,7 @@ def test_two_pass_top_k_is_a_stable_sort_cut_at_k(case):
 def test_small_problems_are_torch_topk(case):
     """Stock's op: the stable sort's values, and indices that hold them (its own order among exact ties)."""
     scores, k, group = case
-    values, indices = top_k(scores, k, group, small=10**9)
+    values, indices = TopK(group, 10**9)(scores, k)
     ref = torch.topk(scores, k, dim=1)
     assert torch.equal(values, ref.values) and torch.equal(indices, ref.indices)
     assert torch.equal(values, stable(scores, k)[0])
@@ -57,13 +57,13 @@ def test_ties_at_the_kth_place_go_to_the_lower_index():
     scores = torch.full((2, 400), -3.0)
     scores[0, [7, 150, 399]] = 1.0  # three tied maxima, k = 2: indices 7 and 150
     scores[1, 399] = 2.0
-    values, indices = top_k(scores, 2, group=4, small=0)
+    values, indices = TopK(4, 0)(scores, 2)
     assert indices.tolist() == [[7, 150], [399, 0]]
     assert values.tolist() == [[1.0, 1.0], [2.0, -3.0]]
 
 
 def test_large_rows_match_torch_topk_values():
     scores = torch.randn(8, 20000).log_softmax(-1) + torch.randn(8, 1)
-    values, indices = top_k(scores, 10)
+    values, indices = TopK()(scores, 10)
     ref = torch.topk(scores, 10, dim=1)
     assert torch.equal(values, ref.values) and torch.equal(indices, ref.indices)

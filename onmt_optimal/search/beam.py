@@ -1,0 +1,243 @@
+"""One sentence through the search: the beam's bookkeeping, batched, for every scoring and stopping rule.
+
+Follow example ``b`` of a batch. Its beam holds ``beam`` items, rows ``b * beam .. b * beam + beam - 1`` of
+every ``(B * beam, ...)`` tensor. At step ``t`` (tokens generated so far, this step's included):
+
+1. **Pick** (``Beam.pick``): the toolkit hands over every expansion's score, ``(B * beam, V)``, with its own
+   options applied (length penalty, blocked n-grams, minimum length, forced prefix). The ``beam`` best
+   expansions of ``b`` are its new items (the paper's Section 2: ``B_t = top_b{ y . w }``); each remembers
+   its parent row and its token. ``top_k`` is exact (a stable sort's first ``beam``).
+2. **Complete** (``Beam.step``): an item is *real* while it descends from real items only (at ``t = 1`` the
+   one starting item of ``b``). A real item whose token is EOS, or any real item at ``t = T = max_length``,
+   is a completed hypothesis: it leaves the beam for good (the toolkit masks its score so that its children
+   never outrank a real item; they only refill slots when fewer than ``beam`` real items are left, and stay
+   unreal). Each rule scores the completed ones (``scoring``: Eq. 1 for log p, Eq. 4 for the bounded reward)
+   and keeps its ``n_best`` best (``kept.Kept``).
+3. **Stop** (``stopping``): each rule decides from its ``n_best``-th kept score and the best *bound* any real
+   live item still has (the most any continuation could score, ``ScoringRule.bound``). The certificate holds
+   when the kept score is at least that bound (Eq. 2; Eq. 5 with the reward): no live item can ever enter the
+   ``n_best`` list, so the answer is exactly what the same beam would return if it ran on to ``T``.
+4. **Leave** (``Beam.answers``): once every rule is done with ``b`` (at ``T`` at the latest), its answers and
+   statistics cross to the host in one transfer, together with those of every example leaving at the same
+   step, and ``Beam.keep`` drops its rows from the search's tensors.
+
+Several rules can share one beam (the sweep): the beam's contents never depend on where a rule stops or what
+it returns, so one decode answers for all of them, exactly as separate decodes would. A shrinking beam (the
+paper's baseline) is the exception: each completed hypothesis takes one slot out of its example's beam, so it
+can share a decode only with other shrinking rules.
+
+Device traffic. Everything above is tensor code without a per-item Python loop, and ``step`` reads nothing on
+the host: it returns a ``(B,)`` mask of the examples that are done, the one read per step the toolkit needs to
+know whether to stop. ``answers`` makes one more per batch of leaving examples. That is the contract the
+tests count (``tests/test_device_reads.py``).
+"""
+from __future__ import annotations
+
+import torch
+
+from onmt_optimal.search.kept import NEG_INF, Kept
+from onmt_optimal.search.scoring import ScoringRule, StepView
+from onmt_optimal.search.stopping import StoppingRule, StopView
+from onmt_optimal.search.top_k import TopK, top_k
+
+#: why a rule stopped with an example
+MAX_LENGTH, ALL_FINISHED, PREDICTED, RULE = 1, 2, 3, 4
+
+
+class Beam:
+    """The bookkeeping of a batch of beams, for rules ``[(scoring, stopping), ...]`` that share it.
+
+    The first rule is the one the toolkit outputs; the others answer in ``answers`` only."""
+
+    def __init__(self, rules: list[tuple[ScoringRule, StoppingRule]], beam_size: int, n_best: int,
+                 eos: int, pad: int, top_k: TopK = top_k):
+        if len({stop.shrinks for _, stop in rules}) > 1:
+            raise ValueError("a shrinking beam is a beam of its own: it can share a decode only with other "
+                             "shrinking rules (their beams shrink alike, whatever they score)")
+        self.rules = list(rules)
+        self.beam_size, self.n_best, self.eos, self.pad = beam_size, n_best, eos, pad
+        self.top_k = top_k
+        self.shrinks = rules[0][1].shrinks
+        self._reads_length = any(score.reads_length for score, _ in rules)
+
+    # ------------------------------------------------------------------ a batch begins
+    def start(self, src_len: torch.Tensor, max_length: int, dtype=torch.float) -> None:
+        """``src_len``: ``(B,)`` the source lengths ``|x|`` in model tokens; ``max_length``: ``T``."""
+        B, beam, R, K = src_len.shape[0], self.beam_size, len(self.rules), self.n_best
+        device = src_len.device
+        self.max_length = max_length
+        self.src_len = src_len.to(dtype=torch.float)
+        #: (B * beam,) bool: the item holds a real live prefix; each beam starts from its first item
+        self.live = torch.arange(B * beam, device=device) % beam == 0
+        self.kept = Kept.empty(B, R, K, max_length, self.pad, dtype, device)
+        #: (B,) completed hypotheses so far (the statistics; ``TopFinished`` and ``Shrinking`` read it)
+        self.n_completed = torch.zeros(B, dtype=torch.long, device=device)
+        self.width = torch.full((B,), beam, dtype=torch.long, device=device) if self.shrinks else None
+        self._slots = torch.arange(beam, device=device)
+        self._offsets = torch.arange(0, B * beam, beam, device=device).unsqueeze(1)  # (B, 1) first row
+        #: several rules: per example and rule, the step it stopped at (0 while running), why, and with how
+        #: many completed hypotheses; one rule stops with its example, so this is read off the last step
+        self.stop_step = self.stop_code = self.stop_completed = None
+        if R > 1:
+            self.stop_step = torch.zeros((B, R), dtype=torch.long, device=device)
+            self.stop_code = torch.zeros((B, R), dtype=torch.long, device=device)
+            self.stop_completed = torch.zeros((B, R), dtype=torch.long, device=device)
+        #: (1, R) the code of a stop by the rule itself: its own reason, or a heuristic bound's
+        self._rule_codes = torch.tensor(
+            [[PREDICTED if stop.certified and not score.bound_is_proof else RULE for score, stop in self.rules]],
+            device=device)
+
+    # ------------------------------------------------------------------ one step
+    def pick(self, scores: torch.Tensor):
+        """The ``beam`` best expansions of each example: ``(values, tokens, parents)``, ``(B, beam)`` each;
+        ``parents`` are rows of the ``(B * beam, ...)`` tensors. ``scores``: ``(B * beam, V)``."""
+        V = scores.shape[1]
+        B = scores.shape[0] // self.beam_size
+        values, ids = self.top_k(scores.view(B, self.beam_size * V), self.beam_size)
+        return values, ids.remainder(V), ids.div(V, rounding_mode="floor") + self._offsets[:B]
+
+    def step(self, t: int, parents: torch.Tensor, eos: torch.Tensor, log_prob: torch.Tensor,
+             stock_score: torch.Tensor | None, seq: torch.Tensor, attn: torch.Tensor | None = None):
+        """Collect the hypotheses completed at step ``t`` and apply the stopping rules.
+
+        ``parents`` (B * beam,): each item's parent row; ``eos`` (B, beam): its token is EOS; ``log_prob``
+        (B, beam): its exact cumulative log p; ``stock_score``: the toolkit's own score of it; ``seq``
+        (B, beam, t) its tokens (BOS excluded); ``attn`` (B, beam, t, S) or None. Returns the ``(B,)`` mask of
+        examples every rule is done with (all of them at ``t = T``)."""
+        B, beam = eos.shape
+        at_max = t >= self.max_length
+        real = self.live.index_select(0, parents).view(B, beam)
+        if self.shrinks:  # only the example's current width of top items is its beam
+            real &= self._slots < self.width.unsqueeze(1)
+        completed = real if at_max else real & eos  # at T every real item ends, as in stock
+        live = real ^ completed
+        view = StepView(log_prob=log_prob, out_len=t - eos.long() if self._reads_length else None,
+                        src_len=self.src_len, step=t, max_length=self.max_length, stock_score=stock_score)
+        R = len(self.rules)
+        if R == 1:
+            finals = self.rules[0][0].final(view).unsqueeze(1)
+            collect = completed.unsqueeze(1)
+        else:
+            finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)
+            collect = completed.unsqueeze(1) & (self.stop_step == 0).unsqueeze(2)
+        self.kept.merge(collect, finals, log_prob, t, seq, attn)
+        counts = completed.sum(dim=1)
+        self.n_completed = self.n_completed + counts
+        if self.shrinks:
+            self.width = self.width - counts
+        self.live = live.view(-1)
+        self._t, self._at_max = t, at_max
+
+        if R == 1:
+            return torch.ones(B, dtype=torch.bool, device=eos.device) if at_max else self._done(0, view, live, completed)
+        if at_max:
+            newly = self.stop_step == 0
+        else:
+            newly = torch.stack([self._done(r, view, live, completed) for r in range(R)], dim=1)  # (B, R)
+            newly &= self.stop_step == 0
+        code = self._codes(at_max, live).expand(B, R)
+        self.stop_step = torch.where(newly, t, self.stop_step)
+        self.stop_code = torch.where(newly, code, self.stop_code)
+        self.stop_completed = torch.where(newly, self.n_completed.unsqueeze(1), self.stop_completed)
+        return (self.stop_step > 0).all(dim=1)
+
+    def _done(self, r: int, view: StepView, live, completed) -> torch.Tensor:
+        score, stop = self.rules[r]
+        bound = None
+        if stop.needs_bound:
+            bound = score.bound(view).masked_fill(~live, NEG_INF).amax(dim=1)
+        return stop.done(StopView(completed=completed, n_completed=self.n_completed, kept_score=self.kept.score[:, r],
+                                  best_bound=bound, width=self.width, n_best=self.n_best))
+
+    def _codes(self, at_max: bool, live) -> torch.Tensor:
+        """(B, R) why each rule stops at this step, if it does."""
+        if at_max:
+            return torch.full((live.shape[0], 1), MAX_LENGTH, device=live.device)
+        return torch.where(live.any(dim=1, keepdim=True), self._rule_codes, ALL_FINISHED)
+
+    # ------------------------------------------------------------------ examples leave
+    def answers(self, rows: list[int], top_items: torch.Tensor) -> list[list[dict]]:
+        """The answers of the examples at batch rows ``rows`` (those ``step`` just said are done): per row, per
+        rule, ``{"hypotheses": [(score, tokens), ...] (n_best, best first), "kept" (how many of them are
+        distinct: the last one is repeated up to n_best), "steps", "stop_reason", "score",
+        "log_prob", "length", "target_length", "src_length", "completed", "tokens"}`` (``tokens``: the 1-best
+        without EOS; a hypothesis's token list keeps its EOS, as OpenNMT-py hands it on).
+
+        Everything crosses to the host in one transfer. ``top_items`` (B, t): the tokens of each beam's top
+        item, read only for an example whose every hypothesis scored -inf (it kept none): a second transfer
+        in that degenerate case alone."""
+        B = self.src_len.shape[0]
+        index = torch.tensor(rows, device=self.src_len.device) if len(rows) < B else None
+        take = (lambda x: x) if index is None else (lambda x: x.index_select(0, index))  # noqa: E731
+        n, R, K = len(rows), len(self.rules), self.n_best
+        kept = self.kept
+        if R == 1:  # the rule stops with its example, at this step
+            stop_completed = self.n_completed.unsqueeze(1)
+            code = self._codes(self._at_max, self.live.view(B, self.beam_size))
+            stop = torch.stack([torch.full_like(stop_completed, self._t), code.expand(B, 1), stop_completed], 2)
+        else:
+            stop = torch.stack([self.stop_step, self.stop_code, self.stop_completed], dim=2)  # (B, R, 3)
+        targets = [score.target_length(self.src_len) for score, _ in self.rules]
+        target = torch.stack([self.src_len.new_full(self.src_len.shape, float("nan")) if x is None else x
+                              for x in targets], dim=1)  # (B, R)
+        parts = [kept.score, kept.log_prob, kept.steps, stop, target, self.src_len.unsqueeze(1), kept.seq]
+        packed = torch.cat([take(x).reshape(n, -1).to(torch.float64) for x in parts], dim=1).tolist()
+
+        T = kept.seq.shape[3]
+        out = []
+        for j, row in enumerate(packed):
+            score, log_prob, steps = row[:R * K], row[R * K:2 * R * K], row[2 * R * K:3 * R * K]
+            at = 3 * R * K
+            stop, at = row[at:at + 3 * R], at + 3 * R
+            target, at = row[at:at + R], at + R
+            src_len, at = row[at], at + 1
+            seq = row[at:]
+            per_rule = []
+            for r, (_, rule) in enumerate(self.rules):
+                hyps = []
+                for k in range(K):
+                    i = r * K + k
+                    if score[i] == NEG_INF:
+                        break
+                    tokens = [int(x) for x in seq[i * T:i * T + int(steps[i])]]
+                    hyps.append((score[i], log_prob[i], tokens))
+                n_kept = len(hyps)
+                if not hyps:  # every hypothesis scored -inf: answer the top item
+                    hyps.append((NEG_INF, NEG_INF, top_items[rows[j]].tolist()))
+                hyps += [hyps[-1]] * (K - len(hyps))  # the toolkit expects n_best answers
+                best = hyps[0]
+                ended = bool(best[2]) and best[2][-1] == self.eos
+                per_rule.append({
+                    "hypotheses": [(h[0], h[2]) for h in hyps],
+                    "kept": n_kept,
+                    "steps": int(stop[3 * r]),
+                    "stop_reason": self._reason(int(stop[3 * r + 1]), rule),
+                    "score": best[0],
+                    "log_prob": best[1],
+                    "length": len(best[2]) - ended,
+                    "target_length": None if targets[r] is None else target[r],
+                    "src_length": int(src_len),
+                    "completed": int(stop[3 * r + 2]),
+                    "tokens": best[2][:-1] if ended else best[2],
+                })
+            out.append(per_rule)
+        return out
+
+    @staticmethod
+    def _reason(code: int, stop: StoppingRule) -> str:
+        return {MAX_LENGTH: "max_length", ALL_FINISHED: "all_finished", PREDICTED: "predicted_bound"}.get(
+            code, stop.reason)
+
+    def keep(self, rows: torch.Tensor) -> None:
+        """Only the examples at batch rows ``rows`` (a long tensor) go on, in that order."""
+        beam = self.beam_size
+        self.src_len = self.src_len.index_select(0, rows)
+        self.live = self.live.view(-1, beam).index_select(0, rows).view(-1)
+        self.kept = self.kept.select(rows)
+        self.n_completed = self.n_completed.index_select(0, rows)
+        if self.width is not None:
+            self.width = self.width.index_select(0, rows)
+        if self.stop_step is not None:
+            self.stop_step = self.stop_step.index_select(0, rows)
+            self.stop_code = self.stop_code.index_select(0, rows)
+            self.stop_completed = self.stop_completed.index_select(0, rows)

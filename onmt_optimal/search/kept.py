@@ -1,0 +1,95 @@
+"""The kept hypotheses: per example and per rule, the ``n_best`` best completed hypotheses seen so far.
+
+A completed hypothesis leaves the beam at once (the paper's Section 2), so whatever a rule will answer must
+be copied out of the beam at the step it completes. ``Kept`` holds those copies as tensors of shape
+``(B, R, K, ...)`` (examples, rules, ``n_best``), sorted by score, best first; an empty place scores ``-inf``.
+
+Invariant (``merge``): after each step, ``score[b, r]`` is the first ``K`` of a stable sort, by descending
+score, of every hypothesis rule ``r`` has collected for example ``b``, in the order they completed (earlier
+steps first; within a step, the beam's rank). So among equal scores the earlier hypothesis stays first, as in
+OpenNMT-py, which appends completed hypotheses in that order and sorts them stably. ``K = 1`` merges with a
+maximum instead of a sort: the first maximum of a step is its best-ranked item, and a strict ``>`` keeps an
+equal, earlier one: the same first element as the stable sort.
+
+A hypothesis whose score is ``-inf`` is never kept (it would tie the empty place). The search reports the top
+item of the beam for an example that kept nothing (``Beam.answers``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+NEG_INF = float("-inf")
+
+
+@dataclass
+class Kept:
+    score: torch.Tensor  # (B, R, K) float: the rule's final score, -inf for an empty place
+    log_prob: torch.Tensor  # (B, R, K) float: log p(y|x)
+    steps: torch.Tensor  # (B, R, K) long: tokens the hypothesis has, EOS included (the step it completed at)
+    seq: torch.Tensor  # (B, R, K, T) long: its tokens, padded
+    pad: int = 0  # the padding token of ``seq``
+    attn: torch.Tensor | None = None  # (B, R, K, T, S) float: its attention, when the decode tracks attention
+
+    @classmethod
+    def empty(cls, B: int, R: int, K: int, T: int, pad: int, dtype, device) -> "Kept":
+        return cls(
+            score=torch.full((B, R, K), NEG_INF, dtype=dtype, device=device),
+            log_prob=torch.full((B, R, K), NEG_INF, dtype=dtype, device=device),
+            steps=torch.zeros((B, R, K), dtype=torch.long, device=device),
+            seq=torch.full((B, R, K, T), pad, dtype=torch.long, device=device),
+            pad=pad,
+        )
+
+    def merge(self, completed, score, log_prob, t: int, seq, attn=None) -> None:
+        """Merge the hypotheses completed at step ``t``.
+
+        ``completed`` (B, R, beam) bool: which items each rule collects; ``score`` (B, R, beam): their final
+        scores under each rule; ``log_prob`` (B, beam); ``seq`` (B, beam, t) tokens; ``attn`` (B, beam, t, S)."""
+        if attn is not None and (self.attn is None or self.attn.shape[-1] != attn.shape[-1]):
+            B, R, K, T = self.seq.shape
+            self.attn = attn.new_zeros((B, R, K, T, attn.shape[-1]))
+        if self.score.shape[2] == 1:
+            self._merge_best(completed, score, log_prob, t, seq, attn)
+        else:
+            self._merge_sorted(completed, score, log_prob, t, seq, attn)
+
+    def _merge_best(self, completed, score, log_prob, t, seq, attn) -> None:
+        B, R, beam = completed.shape
+        best, arg = score.masked_fill(~completed, NEG_INF).max(dim=2)  # (B, R): the first of equal maxima
+        update = (best > self.score[:, :, 0]).unsqueeze(2)  # (B, R, 1); a tie keeps the earlier hypothesis
+        self.score = torch.where(update, best.unsqueeze(2), self.score)
+        self.log_prob = torch.where(update, log_prob.gather(1, arg).unsqueeze(2), self.log_prob)
+        self.steps = self.steps.masked_fill(update, t)
+        chosen = seq.gather(1, arg.unsqueeze(2).expand(B, R, t)).unsqueeze(2)  # (B, R, 1, t)
+        self.seq[..., :t] = torch.where(update.unsqueeze(3), chosen, self.seq[..., :t])
+        if attn is not None:
+            S = attn.shape[3]
+            chosen = attn.gather(1, arg.view(B, R, 1, 1).expand(B, R, t, S)).unsqueeze(2)  # (B, R, 1, t, S)
+            self.attn[..., :t, :] = torch.where(update.view(B, R, 1, 1, 1), chosen, self.attn[..., :t, :])
+
+    def _merge_sorted(self, completed, score, log_prob, t, seq, attn) -> None:
+        B, R, beam = completed.shape
+        K, T = self.seq.shape[2], self.seq.shape[3]
+        all_score = torch.cat([self.score, score.masked_fill(~completed, NEG_INF)], dim=2)
+        order = torch.sort(all_score, dim=2, descending=True, stable=True).indices[:, :, :K]  # (B, R, K)
+        self.score = all_score.gather(2, order)
+
+        def merged(kept, new):  # new: (B, beam, ...) per item, the same for every rule
+            new = new.unsqueeze(1).expand(B, R, *new.shape[1:])
+            joined = torch.cat([kept, new], dim=2)
+            index = order.view(B, R, K, *([1] * (joined.dim() - 3))).expand(B, R, K, *joined.shape[3:])
+            return joined.gather(2, index)
+
+        self.log_prob = merged(self.log_prob, log_prob)
+        self.steps = merged(self.steps, torch.full_like(log_prob, t, dtype=torch.long))
+        self.seq = merged(self.seq, torch.nn.functional.pad(seq, (0, T - t), value=self.pad))
+        if attn is not None:
+            self.attn = merged(self.attn, torch.nn.functional.pad(attn, (0, 0, 0, T - t)))
+
+    def select(self, rows: torch.Tensor) -> "Kept":
+        """The hypotheses of the examples at ``rows`` (a long tensor), in that order."""
+        pick = lambda x: None if x is None else x.index_select(0, rows)  # noqa: E731
+        return Kept(pick(self.score), pick(self.log_prob), pick(self.steps), pick(self.seq), self.pad,
+                    pick(self.attn))

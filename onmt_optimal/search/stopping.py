@@ -1,0 +1,117 @@
+"""Stopping rules: when an example may leave the beam search.
+
+A stopping rule sees, per example, a summary of the search so far (``StopView``) and says which examples
+are done. It never looks at sequences and never changes the beam: the beam's contents are the same under
+every rule, only where the search stops (and so which completed hypotheses it has seen) differs. Reaching
+``max_length`` ends every example whatever the rule says; that is the search loop's business, not the rule's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class StopView:
+    """Per-example facts after the completed hypotheses of this step have been collected. Shapes ``(B,)``.
+
+    ``top_finished`` and ``kth_score`` are sliced on first use (a rule reads one or the other)."""
+
+    completed: torch.Tensor  # (B, beam) bool: items of this step's beam that are completed hypotheses
+    n_completed: torch.Tensor  # long: completed hypotheses collected so far
+    kept_score: torch.Tensor  # (B, n_best) float: best completed scores so far, sorted (-inf: none yet)
+    best_bound: torch.Tensor | None  # float: max bound over live items (-inf if none); None unless needs_bound
+    width: torch.Tensor  # long: the example's beam size now (shrinks only under ``Shrinking``)
+    n_best: int
+
+    @property
+    def top_finished(self) -> torch.Tensor:
+        """bool: the top item of this step's beam is a completed hypothesis."""
+        return self.completed[:, 0]
+
+    @property
+    def kth_score(self) -> torch.Tensor:
+        """float: the n_best-th best completed score so far (-inf if fewer than n_best)."""
+        return self.kept_score[:, -1]
+
+
+class StoppingRule:
+    """Contract: ``done`` is False for an example that holds no completed hypothesis, completes none at this
+    step, and has a live item whose bound is above -inf (the search skips the rules on such steps, see
+    ``CertifiedBeamSearch._quiet_step``)."""
+
+    name = "abstract"
+    #: reason reported in the statistics when this rule ends an example
+    reason = "abstract"
+    #: does the answer carry a proof of optimality (modulo beam size)?
+    certified = False
+    #: does each completed hypothesis take its slot out of the beam for good?
+    shrinks = False
+    #: does ``done`` read ``best_bound`` (else the search need not compute bounds)?
+    needs_bound = True
+
+    def done(self, view: StopView) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class TopFinished(StoppingRule):
+    """OpenNMT-py's rule: stop once the top item of the beam is completed and ``n_best`` were collected."""
+
+    name = "default"
+    reason = "top_finished"
+    needs_bound = False
+
+    def done(self, view: StopView) -> torch.Tensor:
+        return view.top_finished & (view.n_completed >= view.n_best)
+
+
+class OptimalityCertificate(StoppingRule):
+    """The paper's certificate (Eq. 2 for log-probability, Eq. 5 for the bounded reward), for any scoring rule.
+
+    Stop when the ``n_best``-th best completed score is at least the best bound of any live item: no item
+    still in the beam can grow into a hypothesis that enters the ``n_best`` list (ties keep the earlier one).
+    For raw log-probability and ``n_best = 1`` it holds no later than ``TopFinished`` (the paper's Theorem 2:
+    when the top item is completed, every live item scores below it). With a length reward, a normalized
+    score or ``n_best > 1`` it may stop later than ``TopFinished``, which then returns an answer the certificate
+    does not cover. It holds at once when no live item is left.
+    """
+
+    name = "optimal"
+    reason = "certificate"
+    certified = True
+
+    def done(self, view: StopView) -> torch.Tensor:
+        return view.kth_score >= view.best_bound
+
+
+class Exhaustive(StoppingRule):
+    """Never stop early: run the beam until no live item is left or ``max_length`` is reached.
+
+    Its answer is, by definition, the best hypothesis the beam can complete: the reference the certificate
+    is checked against.
+    """
+
+    name = "exhaustive"
+    reason = "all_finished"
+    certified = True
+
+    def done(self, view: StopView) -> torch.Tensor:
+        return torch.isinf(view.best_bound) & (view.best_bound < 0)
+
+
+class Shrinking(StoppingRule):
+    """RNNsearch's shrinking beam (the paper's baseline 2): each completed hypothesis shrinks its example's beam
+    by one; the example ends when its beam is empty (or at ``max_length``) and returns its best completed
+    hypothesis under the active score. The beam itself differs from the other rules' after the first EOS."""
+
+    name = "shrinking"
+    reason = "beam_exhausted"
+    shrinks = True
+    needs_bound = False
+
+    def done(self, view: StopView) -> torch.Tensor:
+        return view.width <= 0
+
+
+STOPPING_RULES = {rule.name: rule for rule in (TopFinished, OptimalityCertificate, Exhaustive, Shrinking)}
