@@ -1,9 +1,13 @@
-"""``python -m onmt_optimal COMMAND`` (also ``onmt-optimal COMMAND``): the package's own entry points.
+"""onmt-optimal: optimal beam search for OpenNMT-py (Huang, Zhao & Ma, 2017).
+
+Usage: python -m onmt_optimal COMMAND [ARGS]   (also: onmt-optimal COMMAND [ARGS])
 
     translate ARGS    onmt_translate with the onmt-optimal flags (works even without the import hook)
     ratio ...         estimate the length ratio rho on a dev set, in model tokens (--help)
     sweep ...         decode a dev set for beam sizes x rewards, one decode per beam (--help)
     install-hook      (re)write onmt_optimal.pth into site-packages so stock onmt_translate gets the flags
+
+COMMAND --help describes each command; -h/--help alone prints this text.
 """
 from __future__ import annotations
 
@@ -24,8 +28,19 @@ def translate(argv: list[str]) -> None:
     onmt.bin.translate.main()
 
 
-def _read(path: str) -> list[str]:
-    return Path(path).read_text(encoding="utf-8").splitlines()
+def _read(path: str, unescape: bool = False) -> list[str]:
+    """The lines of ``path``; with ``unescape``, cleaned as the shipped models' training data was (Moses
+    escapes undone, whitespace collapsed: ``onmt_optimal.text.normalize``)."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if not unescape:
+        return lines
+    from onmt_optimal.text import normalize
+
+    return [normalize(line, unescape=True) for line in lines]
+
+
+UNESCAPE_HELP = ("undo Moses escapes (&apos; &quot; &amp; @-@ ...) in the source and references first, as the "
+                 "training data of the shipped TVsub model was cleaned (scripts/prepare_data.py --unescape-moses)")
 
 
 def ratio(argv: list[str]) -> None:
@@ -35,13 +50,15 @@ def ratio(argv: list[str]) -> None:
         "its transforms). Pass the model's translate options after '--', e.g. -- -config translate.yaml.")
     parser.add_argument("--src", required=True)
     parser.add_argument("--refs", nargs="+", required=True)
+    parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     from onmt_optimal.length_ratio import estimate_with_model
     from onmt_optimal.session import Session
 
     session = Session([a for a in args.translate_args if a != "--"])
-    print(estimate_with_model(session, _read(args.src), [_read(r) for r in args.refs]))
+    un = args.unescape_moses
+    print(estimate_with_model(session, _read(args.src, un), [_read(r, un) for r in args.refs]))
 
 
 def sweep(argv: list[str]) -> None:
@@ -56,18 +73,28 @@ def sweep(argv: list[str]) -> None:
     parser.add_argument("--rewards", default="0,0.5,1,1.1,1.2,1.3,1.4,1.5")
     parser.add_argument("--ratio", type=float, default=None, help="rho (default: estimated on --src/--refs)")
     parser.add_argument("--out", required=True, help="JSON file")
+    parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    import tempfile
+
     from onmt_optimal.length_ratio import estimate_with_model
     from onmt_optimal.session import Session
     from onmt_optimal.sweep import paper_decoders, run_sweep
 
     session = Session([a for a in args.translate_args if a != "--"])
-    refs = [_read(r) for r in args.refs]
-    rho = args.ratio or estimate_with_model(session, _read(args.src), refs).corpus
-    result = run_sweep(session, args.src, refs, parse_beams(args.beams),
-                       paper_decoders([float(r) for r in args.rewards.split(",")]), rho)
-    result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho}
+    un = args.unescape_moses
+    refs = [_read(r, un) for r in args.refs]
+    src_lines = _read(args.src, un)
+    rho = args.ratio or estimate_with_model(session, src_lines, refs).corpus
+    with tempfile.TemporaryDirectory() as tmp:
+        src = args.src
+        if un:  # the model reads a file: decode a cleaned copy
+            src = str(Path(tmp) / "src")
+            Path(src).write_text("".join(line + "\n" for line in src_lines), encoding="utf-8")
+        result = run_sweep(session, src, refs, parse_beams(args.beams),
+                           paper_decoders([float(r) for r in args.rewards.split(",")]), rho)
+    result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho, "unescape_moses": un}
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {args.out}")
 
@@ -81,18 +108,36 @@ def parse_beams(spec: str) -> list[int]:
 
 
 def install_hook(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(
+        prog="onmt-optimal install-hook",
+        description="(Re)write onmt_optimal.pth into this environment's site-packages. The file is one line that "
+        "installs an import hook: every process that imports OpenNMT-py gets it patched, so the stock "
+        "onmt_translate (and its YAML configs) take the onmt-optimal flags. Needed after an editable install "
+        "(pip install -e .); 'pip install .' ships the file itself. Set ONMT_OPTIMAL_DISABLE=1 in a process for "
+        "stock OpenNMT-py.")
+    parser.add_argument("--site-packages", default=None, metavar="DIR",
+                        help="where to write it (default: this interpreter's purelib directory)")
+    args = parser.parse_args(argv)
     from onmt_optimal.install import install_pth
 
-    print(install_pth())
+    print(install_pth(args.site_packages))
 
 
 COMMANDS = {"translate": translate, "ratio": ratio, "sweep": sweep, "install-hook": install_hook}
+PROG = "onmt-optimal"
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in COMMANDS:
-        sys.stderr.write(__doc__)
+    if argv and argv[0] in ("-h", "--help", "help"):
+        sys.stdout.write(__doc__.lstrip())
+        return
+    if not argv:
+        sys.stderr.write(__doc__.lstrip())
+        raise SystemExit(2)
+    if argv[0] not in COMMANDS:
+        sys.stderr.write(f"{PROG}: error: unknown command {argv[0]!r} (choose from {', '.join(COMMANDS)}; "
+                         f"{PROG} --help describes them)\n")
         raise SystemExit(2)
     COMMANDS[argv[0]](argv[1:])
 

@@ -3,7 +3,8 @@
 Kept tiny and free of heavy imports, since every Python process of the environment loads it. When the module
 ``onmt`` finishes executing, ``onmt_optimal.patch.apply`` runs; when ``onmt.bin.translate`` does,
 ``apply_cli`` runs. Nothing happens in processes that never import OpenNMT-py. Set ``ONMT_OPTIMAL_DISABLE=1``
-to get stock OpenNMT-py in a process.
+to get stock OpenNMT-py in a process: only a true value (``1``, ``true``, ``yes``, ``on``, any case) disables
+it; ``0``, ``false``, ``no``, ``off`` or an empty value keep the plugin on.
 """
 import importlib.abc
 import os
@@ -51,8 +52,16 @@ class _Finder(importlib.abc.MetaPathFinder):
         return None
 
 
+TRUE_VALUES = ("1", "true", "yes", "on")
+
+
+def disabled() -> bool:
+    """True when ``ONMT_OPTIMAL_DISABLE`` holds a true value (1/true/yes/on); ``0``/``false``/``no`` do not."""
+    return os.environ.get("ONMT_OPTIMAL_DISABLE", "").strip().lower() in TRUE_VALUES
+
+
 def install() -> None:
-    if os.environ.get("ONMT_OPTIMAL_DISABLE"):
+    if disabled():
         return
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())

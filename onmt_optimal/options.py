@@ -8,6 +8,8 @@ Every impossible combination raises ``OptionError`` with a one-line message.
 from __future__ import annotations
 
 import math
+import os
+import sys
 from dataclasses import dataclass
 
 from onmt_optimal.scoring import BOUNDS, BoundedWordReward, BPNorm, ScoringRule, StockScore, WordReward
@@ -86,6 +88,13 @@ def add_options(parser) -> None:
         help="Write one JSON line per input sentence, in input order: decoding steps, stop reason, "
         "final score, raw log-probability, output length |y|, l, source length, completed hypotheses.",
     )
+    group.add(
+        "--progress",
+        "-progress",
+        action="store_true",
+        help="Show a progress bar on stderr (tqdm): sentences translated out of the lines of -src. Changes "
+        "nothing else (stock search stays stock).",
+    )
 
 
 @dataclass
@@ -117,8 +126,29 @@ class SearchConfig:
         stats_file = getattr(opt, "stats_file", None)
         if stopping_name == "default" and reward == 0 and not bp_norm and not stats_file:
             return cls(stock=True, rules=[])
+        warning = n_best_warning(opt)
+        if warning:
+            sys.stderr.write(f"onmt_translate: warning: {warning}\n")
         rule = (scoring_rule(opt, global_scorer), STOPPING_RULES[stopping_name]())
         return cls(stock=False, rules=[rule], stats_file=stats_file)
+
+
+def n_best_warning(opt) -> str | None:
+    """One line when -n_best asks for more hypotheses than the chosen beam can complete, else None.
+
+    A beam of one item completes exactly one hypothesis (every rule stops when its one item completes), and a
+    shrinking beam of b items at most b; the n-best list is then padded with repeats of the last hypothesis,
+    since OpenNMT-py expects exactly n_best answers (README, "Known limits")."""
+    n_best = getattr(opt, "n_best", 1)
+    beam = getattr(opt, "beam_size", 1)
+    if beam == 1 and n_best > 1:
+        holds = "a beam of one item completes one hypothesis"
+    elif getattr(opt, "stopping", "default") == "shrinking" and n_best > beam:
+        holds = f"a shrinking beam of {beam} items completes at most {beam}"
+    else:
+        return None
+    return (f"-n_best {n_best} exceeds what the beam can hold ({holds}): each n-best list is padded with "
+            f"repeats of its last hypothesis")
 
 
 def scoring_rule(opt, global_scorer) -> ScoringRule:
@@ -135,8 +165,28 @@ def scoring_rule(opt, global_scorer) -> ScoringRule:
     return StockScore(global_scorer, bound, ratio)
 
 
+def _check_writable(flag: str, path: str | None) -> None:
+    """A file we will write at the end must have a directory to go to: say so before the model loads."""
+    if not path or path in (os.devnull, "-"):
+        return
+    if os.path.isdir(path):
+        raise OptionError(f"{flag} {path} is a directory, not a file")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise OptionError(f"{flag} {path} is not writable")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise OptionError(f"{flag} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise OptionError(f"{flag} {path}: directory {parent} is not writable")
+
+
 def validate(opt) -> None:
-    """Raise ``OptionError`` for any value or combination the search cannot honour."""
+    """Raise ``OptionError`` for any value or combination the search cannot honour, and for a -stats_file or
+    -output that could not be written (checked here, before the model loads, rather than after the decode)."""
+    _check_writable("-stats_file", getattr(opt, "stats_file", None))
+    _check_writable("-output", getattr(opt, "output", None))
     stopping = getattr(opt, "stopping", "default")
     reward = getattr(opt, "length_reward", 0.0)
     ratio = getattr(opt, "length_ratio", None)

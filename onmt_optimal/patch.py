@@ -10,7 +10,10 @@
 * ``onmt.translate.translator.Translator`` becomes ``CertifiedTranslator`` (``build_translator`` looks the
   name up at call time);
 * ``onmt.inputters.dynamic_iterator.process`` keeps empty source lines at inference;
-* ``onmt.model_builder.load_test_model`` reports a file that is not an OpenNMT checkpoint in one line.
+* ``onmt.model_builder.load_test_model`` reports a file that is not an OpenNMT checkpoint in one line;
+* ``onmt.translate.translator.build_translator`` opens ``-output`` only when the translator first writes to it
+  (or when a translation ends with nothing written), never before the model has loaded: stock opens (and so
+  empties) it first, and a failed load or a missing ``-src`` lost the previous output.
 
 When one of the modules ``apply`` installs (``translator``, ``beam_search``, ``empty_lines``) is what first
 imports OpenNMT-py, it is only half built at that moment; ``apply`` then waits, and that module calls
@@ -100,6 +103,47 @@ def apply(waiting_for: str | None = None) -> None:
 
     onmt.model_builder.load_test_model = _checked_loader(onmt.model_builder.load_test_model)
 
+    stock_build = onmt.translate.translator.build_translator
+    build = _deferring_output(stock_build)
+    onmt.translate.translator.build_translator = build
+    for name in ("onmt.utils.distributed", "onmt.translate.translation_server"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "build_translator", None) is stock_build:
+            module.build_translator = build
+
+
+class DeferredOutput:
+    """``-output`` as stock opens it (``codecs.open(path, "w+", "utf-8")``), opened on first use.
+
+    Invariant: the file at ``path`` is untouched until the translator writes, flushes or closes, or until
+    ``open()`` is called (``CertifiedTranslator._translate`` calls it once a translation has finished, so an
+    empty input still leaves an empty file, as stock does). Once open, every attribute is the real file's."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._file = None
+
+    def open(self):
+        if self._file is None:
+            import codecs
+
+            self._file = codecs.open(self.path, "w+", "utf-8")
+        return self._file
+
+    def __getattr__(self, name):
+        return getattr(self.open(), name)
+
+
+def _deferring_output(build_translator):
+    @functools.wraps(build_translator)
+    def build(opt, device_id=0, report_score=True, logger=None, out_file=None):
+        if out_file is None:
+            out_file = DeferredOutput(opt.output)
+        return build_translator(opt, device_id=device_id, report_score=report_score, logger=logger,
+                                out_file=out_file)
+
+    return build
+
 
 def _checked_loader(load_test_model):
     @functools.wraps(load_test_model)
@@ -109,25 +153,45 @@ def _checked_loader(load_test_model):
             return load_test_model(opt, device_id, model_path)
         except FileNotFoundError as err:
             raise CheckpointError(f"model file not found: {path}") from err
+        except IsADirectoryError as err:
+            raise CheckpointError(f"{path} is a directory, not an OpenNMT-py checkpoint") from err
         except Exception as err:  # pickle/zip/key errors: whatever torch.load and onmt say about a bad file
-            if _looks_like_checkpoint(path):
-                raise
-            raise CheckpointError(
-                f"{path} is not an OpenNMT-py checkpoint ({type(err).__name__}: {str(err).splitlines()[0][:200]})"
-            ) from err
+            problem = checkpoint_problem(path)
+            if problem is None:
+                raise  # a well-formed checkpoint failed for another reason: keep OpenNMT-py's own error
+            raise CheckpointError(f"{path} is not an OpenNMT-py checkpoint: {problem}") from err
 
     return load
 
 
-def _looks_like_checkpoint(path) -> bool:
-    """True if ``path`` loads as a dict with OpenNMT-py's keys (so the error came from somewhere else)."""
+def checkpoint_problem(path) -> str | None:
+    """Why ``path`` is not an OpenNMT-py checkpoint (one clause, ours, never torch's advice to load it with
+    ``weights_only=False``), or None when it has the shape of one: a dict whose ``model`` and ``vocab`` are
+    dicts and whose ``opt`` is the training options (an ``argparse.Namespace``)."""
+    import re
+
     import torch
 
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:
-        return False
-    return isinstance(ckpt, dict) and {"model", "vocab", "opt"} <= set(ckpt)
+    except OSError as err:
+        return f"it cannot be read ({err.strerror or type(err).__name__})"
+    except Exception as err:
+        found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(err))
+        if found:
+            return f"it stores a {found.group(1)} object, which no OpenNMT-py checkpoint holds"
+        return "it is not a file written by torch.save"
+    if not isinstance(ckpt, dict):
+        return f"it holds a {type(ckpt).__name__}, not a dict with 'model', 'vocab' and 'opt'"
+    missing = [key for key in ("model", "vocab", "opt") if key not in ckpt]
+    if missing:
+        return f"it lacks the {', '.join(repr(key) for key in missing)} entr{'y' if len(missing) == 1 else 'ies'}"
+    if not isinstance(ckpt["opt"], argparse.Namespace):
+        what = "None" if ckpt["opt"] is None else f"a {type(ckpt['opt']).__name__}"
+        return f"its 'opt' entry is {what}, not the training options"
+    if not isinstance(ckpt["model"], dict) or not isinstance(ckpt["vocab"], dict):
+        return "its 'model' and 'vocab' entries are not dicts"
+    return None
 
 
 def apply_cli() -> None:

@@ -4,16 +4,23 @@ Model loading, devices, batching, transforms, the decode loop and output writing
 This class only (a) builds a ``CertifiedBeamSearch`` instead of ``BeamSearch`` when a new flag asks for it,
 (b) gathers the per-sentence statistics and writes them in input order, (c) answers empty source lines with
 an empty line instead of dropping them, and (d) keeps ``-with_score`` working (stock crashes on it, upstream
-issue #2583), and (e) gives attention to the beam in the batch-first layout it expects: OpenNMT-py
+issue #2583), (e) gives attention to the beam in the batch-first layout it expects: OpenNMT-py
 3.5.1's input-feeding RNN decoder (the default ``decoder_type: rnn``) returns it time-first, so every option
 that needs attention (``-replace_unk``, ``-attn_debug``, ``-coverage_penalty``) crashes stock decoding of RNN
-models with an IndexError. With none of the new flags, (a) and (b) are skipped and the output is stock
-OpenNMT-py's wherever stock produces one.
+models with an IndexError, (f) answers an empty ``-src`` file with an empty output (stock: UnboundLocalError),
+(g) opens ``-output`` only once the translation has begun (``patch.DeferredOutput``), (h) counts sentences
+translated for a progress bar (``progress``: a callable, or ``-progress`` for a tqdm bar on stderr) and (i)
+under the new flags reports the mean log-probability per token and the perplexity computed from it, and the
+active rule's mean score separately, instead of stock's ``PRED SCORE``/``PRED PPL`` (which would take a
+reward-augmented score for a log-probability). With none of the new flags, (a), (b) and (i) are skipped and the
+output is stock OpenNMT-py's wherever stock produces one.
 """
 from __future__ import annotations
 
 import gc
 import json
+import math
+import sys
 
 import torch
 from onmt.decoders.decoder import InputFeedRNNDecoder
@@ -36,6 +43,9 @@ class CertifiedTranslator(Translator):
         translator.search = SearchConfig.from_opt(opt, global_scorer)
         translator._stats = {}
         translator._rule_results = {}
+        #: called with the number of sentences of each batch once it is translated (None: nobody listens)
+        translator.progress = None
+        translator._opt = opt
         return translator
 
     # ---------------------------------------------------------------- one batch
@@ -70,7 +80,7 @@ class CertifiedTranslator(Translator):
                 results = self._translate_batch_with_strategy(batch, strategy)
             stats = strategy.search_stats
             rule_results = strategy.rule_results if search.collect else None
-        self._answer_empty_lines(batch, results, stats, rule_results)
+        self._answer_empty_lines(batch, results, stats, rule_results, search)
         for i in range(len(batch["srclen"])):
             if stats is not None:
                 self._stats[_line_key(batch, i)] = stats[i]
@@ -78,6 +88,8 @@ class CertifiedTranslator(Translator):
                 self._rule_results[_line_key(batch, i)] = rule_results[i]
         if self.with_score:  # stock hands out Python floats here and then calls .item() on them
             results["scores"] = [[torch.as_tensor(s) for s in scores] for scores in results["scores"]]
+        if self.progress is not None and "cid" in batch:  # (sub-batches of stock's _maybe_retranslate have none)
+            self.progress(len(batch["srclen"]))
         return results
 
     def _decode_and_generate(self, decoder_in, *args, **kwargs):
@@ -92,7 +104,7 @@ class CertifiedTranslator(Translator):
             return int(min(self.max_length, batch["src"].size(1) * self.max_length_ratio + 5))
         return self.max_length
 
-    def _answer_empty_lines(self, batch, results, stats, rule_results=None) -> None:
+    def _answer_empty_lines(self, batch, results, stats, rule_results=None, search=None) -> None:
         """A placeholder stood in for each empty source line (see ``empty_lines``): answer it with nothing."""
         for i in range(len(batch["srclen"])):
             if not empty_lines.take(_line_key(batch, i)):
@@ -105,17 +117,33 @@ class CertifiedTranslator(Translator):
             no_attention = torch.zeros((1, int(batch["srclen"][i])), device=device)
             results["attention"][i] = [no_attention for _ in range(self.n_best)]
             empty = {"steps": 0, "stop_reason": "empty_source", "score": 0.0, "log_prob": 0.0, "length": 0,
-                     "target_length": 0.0, "src_length": 0, "completed": 0}
+                     "target_length": None, "src_length": 0, "completed": 0}
+            rules = search.rules if search is not None and not search.stock else []
             if stats is not None:
-                stats[i] = dict(empty)
+                stats[i] = dict(empty, target_length=_empty_target(rules[0][0]) if rules else None)
             if rule_results is not None:
-                rule_results[i] = [dict(empty, tokens=[]) for _ in rule_results[i]]
+                rule_results[i] = [dict(empty, tokens=[], target_length=_empty_target(score))
+                                   for score, _ in rules[: len(rule_results[i])]]
 
     # ---------------------------------------------------------------- a whole input
     def _translate(self, infer_iter, transform=None, attn_debug=False, align_debug=False, phrase_table=""):
         self._stats = {}
         self._rule_results = {}
-        result = super()._translate(infer_iter, transform, attn_debug, align_debug, phrase_table)
+        batches = _Peeked(infer_iter)
+        bar = self._progress_bar()
+        try:
+            if batches.empty:  # stock reads the last batch's keys after its loop: UnboundLocalError
+                if self.report_score:
+                    self._log(self._report_score("PRED", 0.0, 0))
+                result = [], []
+            else:
+                result = super()._translate(batches.iterable, transform, attn_debug, align_debug, phrase_table)
+        finally:
+            if bar is not None:
+                self.progress = None
+                bar.close()
+        if isinstance(self.out_file, patch.DeferredOutput):
+            self.out_file.open()  # an input with no line leaves an empty output, as in stock
         search = getattr(self, "search", None)
         if search is not None and search.stats_file:
             with open(search.stats_file, "w", encoding="utf-8") as out:
@@ -123,6 +151,93 @@ class CertifiedTranslator(Translator):
                     record = dict(line=key[1] + 1, **self._stats[key])
                     out.write(json.dumps(record) + "\n")
         return result
+
+    def _progress_bar(self):
+        """With ``-progress``: a tqdm bar on stderr, sentences translated out of the lines of ``-src``."""
+        opt = getattr(self, "_opt", None)
+        if self.progress is not None or not getattr(opt, "progress", False):
+            return None
+        from tqdm import tqdm
+
+        total = _count_lines(getattr(opt, "src", None))
+        bar = tqdm(total=total, unit="sent", desc="translating", file=sys.stderr, dynamic_ncols=True)
+
+        def advance(n):
+            bar.update(n)
+            if total is not None and bar.n >= total:
+                bar.close()  # before OpenNMT-py's closing log lines
+
+        self.progress = advance
+        return bar
+
+    def _report_score(self, name, score_total, nb_sentences):
+        """Stock's line without new flags. With them, stock's ``PRED SCORE`` would be the mean of the search's
+        score (reward-augmented under -length_reward, so "PPL" = exp(-score) fell below 1): report the mean
+        log-probability per output token (EOS counted) and the perplexity from it, then the rule's mean score."""
+        search = getattr(self, "search", None)
+        if name != "PRED" or search is None or search.stock or nb_sentences == 0:
+            return super()._report_score(name, score_total, nb_sentences)
+        decoded = [s for s in self._stats.values() if s["stop_reason"] != "empty_source"]
+        if not decoded:
+            return super()._report_score(name, score_total, nb_sentences)
+        log_prob = sum(s["log_prob"] for s in decoded)
+        tokens = sum(s["length"] + 1 for s in decoded)
+        per_token = log_prob / tokens
+        try:
+            ppl = math.exp(-per_token)
+        except OverflowError:
+            ppl = float("inf")
+        score = sum(s["score"] for s in decoded) / len(decoded)
+        rule = search.scoring
+        label = rule.describe() if hasattr(rule, "describe") else type(rule).__name__
+        return (f"PRED LOG-PROB PER TOKEN: {per_token:.4f}, PRED PPL: {ppl:.2f} (log-probabilities, EOS counted; "
+                f"{tokens} tokens) NB SENTENCES: {nb_sentences}\n"
+                f"PRED MEAN SCORE: {score:.4f} per sentence, of the search's score {label} "
+                f"(mean log-probability per sentence: {log_prob / len(decoded):.4f})")
+
+
+class _Peeked:
+    """``infer_iter`` with its first batch already read, to tell an empty input apart before stock's loop.
+
+    ``iterable`` yields every batch, the first included, and answers any other attribute (``bucket_size``,
+    ``transforms``) as ``infer_iter`` does."""
+
+    def __init__(self, infer_iter):
+        self._inner = infer_iter
+        if isinstance(infer_iter, list):
+            self.empty, self.iterable = not infer_iter, infer_iter
+            return
+        self._it = iter(infer_iter)
+        self._first = next(self._it, _NOTHING)
+        self.empty = self._first is _NOTHING
+        self.iterable = self
+
+    def __iter__(self):
+        if self._first is not _NOTHING:
+            first, self._first = self._first, _NOTHING
+            yield first
+        yield from self._it
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+_NOTHING = object()
+
+
+def _count_lines(path) -> int | None:
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for _ in f)
+    except (OSError, TypeError):
+        return None
+
+
+def _empty_target(scoring):
+    """``l`` of an empty source line (|x| = 0) under ``scoring``: 0.0 for a rule with a length ratio, else None,
+    the same type as the rule reports on other lines."""
+    target = scoring.target_length(torch.zeros(1)) if hasattr(scoring, "target_length") else None
+    return None if target is None else float(target[0])
 
 
 def ordered(records: dict) -> list:

@@ -1,0 +1,166 @@
+"""Bad input gets one clear line or a sane result, never a traceback, never lost output (issue 13, part 2), and
+what a newcomer's first commands print (part 3). Each case drives the real ``onmt_translate`` console script on
+the session's toy model; the cheap ones (help texts, the environment switch) run in-process.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import toy
+from onmt_optimal import __main__ as cli
+from onmt_optimal import _hook, install
+from onmt_optimal.text import unescape_moses
+
+BIN = Path(sys.executable).parent
+ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+ENV.pop("ONMT_OPTIMAL_DISABLE", None)
+OURS = ["-length_penalty", "none", "-stopping", "optimal"]
+
+
+def translate(*args):
+    return subprocess.run([str(BIN / "onmt_translate"), *map(str, args)], env=ENV, capture_output=True, text=True)
+
+
+def error_lines(proc) -> list[str]:
+    return [line for line in proc.stderr.splitlines() if "onmt_translate: error:" in line]
+
+
+def assert_one_error_line(proc, status):
+    assert proc.returncode == status, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert len(error_lines(proc)) == 1, proc.stderr[-3000:]
+    return error_lines(proc)[0]
+
+
+@pytest.fixture(scope="module")
+def src(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("bad_input")
+    toy.write_corpus(d / "test", 6, seed=5, max_len=8)
+    return d / "test.src"
+
+
+# ------------------------------------------------------------------ part 2: bad input
+def test_zero_byte_source_gives_empty_output_and_empty_stats(toy_model, tmp_path):
+    empty = tmp_path / "empty.src"
+    empty.write_bytes(b"")
+    out, stats = tmp_path / "out", tmp_path / "stats.jsonl"
+    out.write_text("old output\n")
+    proc = translate("-model", toy_model, "-src", empty, "-output", out, "-stats_file", stats, *OURS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    assert out.read_bytes() == b"" and stats.read_bytes() == b""
+
+
+def test_stats_file_in_a_missing_directory_is_refused_before_the_model_loads(toy_model, src, tmp_path):
+    out = tmp_path / "out"
+    out.write_text("keep me\n")
+    proc = translate("-model", toy_model, "-src", src, "-output", out,
+                     "-stats_file", tmp_path / "no_such_dir" / "stats.jsonl", *OURS)
+    line = assert_one_error_line(proc, 2)
+    assert "-stats_file" in line and "no_such_dir" in line and "does not exist" in line
+    assert "Loading checkpoint" not in proc.stderr  # refused before the model loads
+    assert out.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("kind", ["random bytes", "opt None"])
+def test_a_file_that_is_not_a_checkpoint_is_one_line_and_never_empties_the_output(toy_model, src, tmp_path, kind):
+    bad = tmp_path / "bad.pt"
+    if kind == "random bytes":
+        bad.write_bytes(os.urandom(4096))
+    else:
+        ckpt = torch.load(toy_model, map_location="cpu", weights_only=True)
+        assert isinstance(ckpt["opt"], argparse.Namespace)
+        ckpt["opt"] = None
+        torch.save(ckpt, bad)
+    out = tmp_path / "out"
+    out.write_text("an earlier translation\n")
+    proc = translate("-model", bad, "-src", src, "-output", out)
+    line = assert_one_error_line(proc, 1)
+    assert str(bad) in line and "is not an OpenNMT-py checkpoint" in line
+    assert "weights_only" not in proc.stderr
+    assert line.rstrip().endswith(("torch.save", "training options")), line  # a whole clause, never cut
+    assert out.read_text() == "an earlier translation\n"
+
+
+def test_n_best_above_a_beam_of_one_warns_once_then_pads(toy_model, src, tmp_path):
+    """Also: target_length has one type on empty and non-empty lines, and the closing report is
+    log-probability based (stock's PRED PPL of a reward-augmented score fell below 1)."""
+    lines = src.read_text().splitlines()
+    with_empty = tmp_path / "with_empty.src"
+    with_empty.write_text("\n".join([lines[0], "", *lines[1:]]) + "\n")
+    out, stats = tmp_path / "out", tmp_path / "stats.jsonl"
+    proc = translate("-model", toy_model, "-src", with_empty, "-output", out, "-stats_file", stats,
+                     "-beam_size", "1", "-n_best", "3", "-length_reward", "1.0", "-length_ratio", "1.5", *OURS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warnings = [line for line in proc.stderr.splitlines() if "warning" in line.lower()]
+    assert len(warnings) == 1 and "-n_best 3 exceeds" in warnings[0], proc.stderr[-3000:]
+    hyps = out.read_text().split("\n")[:-1]
+    assert len(hyps) == 3 * len(lines) + 3
+    for k in range(0, len(hyps), 3):  # each n-best list repeats its one hypothesis
+        assert hyps[k] == hyps[k + 1] == hyps[k + 2]
+    records = [json.loads(line) for line in stats.read_text().splitlines()]
+    assert records[1]["stop_reason"] == "empty_source"
+    assert all(isinstance(r["target_length"], float) for r in records), records
+    assert "PRED SCORE" not in proc.stderr and "PRED LOG-PROB PER TOKEN" in proc.stderr
+    ppl = float(proc.stderr.split("PRED PPL: ")[1].split()[0])
+    assert ppl >= 1.0
+    assert "PRED MEAN SCORE" in proc.stderr
+
+
+def test_target_length_is_null_on_every_line_without_a_length_ratio(toy_model, src, tmp_path):
+    lines = src.read_text().splitlines()
+    with_empty = tmp_path / "with_empty.src"
+    with_empty.write_text("\n".join(["", *lines[:2]]) + "\n")
+    stats = tmp_path / "stats.jsonl"
+    proc = translate("-model", toy_model, "-src", with_empty, "-output", tmp_path / "out", "-stats_file", stats,
+                     *OURS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = [json.loads(line) for line in stats.read_text().splitlines()]
+    assert [r["target_length"] for r in records] == [None, None, None]
+
+
+@pytest.mark.parametrize("value,off", [("", False), ("0", False), ("false", False), ("No", False), ("off", False),
+                                       ("1", True), ("true", True), ("YES", True), ("on", True)])
+def test_only_a_true_value_of_onmt_optimal_disable_turns_the_plugin_off(monkeypatch, value, off):
+    monkeypatch.setenv("ONMT_OPTIMAL_DISABLE", value)
+    assert _hook.disabled() is off
+
+
+def test_disable_zero_keeps_the_flags_in_a_real_process():
+    code = "import onmt.translate.translator as t; print(t.Translator.__name__)"
+    for value, name in (("0", "CertifiedTranslator"), ("1", "Translator")):
+        proc = subprocess.run([sys.executable, "-c", code], env=dict(ENV, ONMT_OPTIMAL_DISABLE=value),
+                              capture_output=True, text=True)
+        assert proc.stdout.strip() == name, (value, proc.stderr[-2000:])
+
+
+def test_help_texts_and_unknown_commands(capsys, tmp_path):
+    cli.main(["--help"])
+    assert "install-hook" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:
+        cli.main(["install-hook", "--help", "--site-packages", str(tmp_path)])
+    assert done.value.code == 0 and "--site-packages" in capsys.readouterr().out
+    assert not (tmp_path / install.PTH_NAME).exists()  # help installs nothing
+    with pytest.raises(SystemExit) as done:
+        cli.main(["frobnicate"])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown command 'frobnicate'" in err
+    for cmd in ([sys.executable, "-m", "onmt_optimal", "--help"], [str(BIN / "onmt-optimal"), "--help"]):
+        proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stdout.startswith("onmt-optimal") and not proc.stderr, proc
+
+
+# ------------------------------------------------------------------ part 3: what a newcomer sees
+def test_unescape_moses_undoes_the_escapes_of_the_tvsub_files():
+    assert unescape_moses("it &apos;s a &quot;test&quot; &amp; more &lt;b&gt; &#124; x") == \
+        "it 's a \"test\" & more <b> | x"
+    assert unescape_moses("&amp;lt;") == "&lt;"  # one level, as the training data was cleaned
