@@ -55,15 +55,21 @@ class Session:
             finally:
                 translator.out_file = out_file
 
-    def decode(self, src: str | Path, beam_size: int, rules: list) -> list[list[dict]]:
+    def decode(self, src: str | Path, beam_size: int, rules: list, progress=None) -> list[list[dict]]:
         """Decode ``src`` once with ``rules`` (sharing one beam): ``result[line][rule]`` is that rule's record
-        (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...)."""
+        (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...).
+        ``progress``, if given, is called with the number of sentences of each batch once translated (e.g. a
+        tqdm bar's ``update``)."""
         from onmt_optimal.translator import ordered
 
         translator = self.translator
         translator.beam_size = beam_size
         translator.search = SearchConfig(stock=False, rules=list(rules), collect=True)
-        self.infer(src)
+        translator.progress = progress
+        try:
+            self.infer(src)
+        finally:
+            translator.progress = None
         records = ordered(translator._rule_results)
         ids_to_tokens = self.vocabs["tgt"].ids_to_tokens
         texts = [" ".join(ids_to_tokens[i] for i in rule["tokens"]) for line in records for rule in line]

@@ -82,19 +82,30 @@ def summarize(decoder: Decoder, beam: int, records: list[dict], refs: list[list[
     }
 
 
-def decode_all(session, src, beam: int, decoders: list[Decoder], ratio: float) -> dict:
-    """Decode ``src`` at beam size ``beam`` for every decoder, grouping decoders that share a beam.
+def decode_all(session, src, beam: int, decoders: list[Decoder], ratio: float, progress: bool = False) -> dict:
+    """Decode ``src`` at beam size ``beam`` for every decoder, grouping decoders that share a beam; with
+    ``progress``, a tqdm bar on stderr per decode (sentences done / lines of ``src``).
 
     Returns ``{decoder: [record per line]}``."""
+    from tqdm import tqdm
+
     out = {}
+    total = _count_lines(src) if progress else None
     for shrinking in (False, True):
         group = [d for d in decoders if d.shrinks == shrinking]
         if not group:
             continue
-        lines = session.decode(src, beam, [d.rule(ratio) for d in group])
+        desc = f"b={beam}" + (" shrinking beam" if shrinking else "")
+        with tqdm(total=total, desc=desc, unit="sent", leave=False, disable=not progress) as bar:
+            lines = session.decode(src, beam, [d.rule(ratio) for d in group], progress=bar.update)
         for k, decoder in enumerate(group):
             out[decoder] = [line[k] for line in lines]
     return out
+
+
+def _count_lines(path) -> int:
+    with open(path, "rb") as f:
+        return sum(1 for _ in f)
 
 
 def run_sweep(session, src, refs: list[list[str]], beams: list[int], decoders: list[Decoder], ratio: float,
@@ -104,7 +115,7 @@ def run_sweep(session, src, refs: list[list[str]], beams: list[int], decoders: l
 
     rows, start = [], time.time()
     for beam in tqdm(beams, desc="beam sizes", disable=not progress):
-        for decoder, records in decode_all(session, src, beam, decoders, ratio).items():
+        for decoder, records in decode_all(session, src, beam, decoders, ratio, progress).items():
             rows.append(summarize(decoder, beam, records, refs))
     return {"rows": rows, "seconds": time.time() - start,
             "decodes": len(beams) * len({d.shrinks for d in decoders})}

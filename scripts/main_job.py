@@ -3,8 +3,9 @@
 
 Default: the shipped TVsub Chinese-English model (models/tvsub-zh-en, settings in
 configs/tvsub-zh-en/optimal.yaml) on the TVsub test set in ../shared/data (3 references), through the stock
-``onmt_translate`` console script; prints BLEU (sacrebleu), length ratio and the search statistics, and
-writes everything under work/main_job/. If the shipped model is missing, it trains a tiny model on a
+``onmt_translate`` console script (with a progress bar on stderr); prints BLEU (sacrebleu, on Moses-detokenized
+text, as sacrebleu expects), length ratio and the search statistics, and writes everything under
+work/main_job/. If the shipped model is missing, it trains a tiny model on a
 synthetic task (about a minute) and decodes that instead, and says so.
 
     python scripts/main_job.py [--src FILE --refs FILE [FILE ...]] [--config YAML] [-- extra onmt_translate flags]
@@ -28,17 +29,20 @@ SHARED = Path(os.environ.get("ONMT_OPTIMAL_DATA", ROOT.parent / "shared" / "data
 TVSUB = SHARED / "tvsub-zh-en"
 
 
-def summarize(hyp_path: Path, stats_path: Path, refs: list[Path] | None, normalize) -> None:
+def summarize(hyp_path: Path, stats_path: Path, refs: list[Path] | None, normalize, detok=None) -> None:
+    """``normalize`` cleans a reference line as the source was cleaned; ``detok`` (if any) turns a tokenized
+    line into plain text, applied to hypotheses and references alike before sacrebleu sees them."""
     from onmt_optimal.evaluate import corpus_score
 
-    hyps = hyp_path.read_text(encoding="utf-8").splitlines()
+    detok = detok or (lambda line: line)
+    hyps = [detok(line) for line in hyp_path.read_text(encoding="utf-8").splitlines()]
     stats = [json.loads(line) for line in stats_path.read_text().splitlines()]
     reasons = collections.Counter(s["stop_reason"] for s in stats)
     print(f"sentences: {len(hyps)}   mean decoding steps: {sum(s['steps'] for s in stats) / len(stats):.2f}"
           f"   mean output length: {sum(s['length'] for s in stats) / len(stats):.2f}")
     print("stop reasons: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
     if refs:
-        streams = [[normalize(line) for line in r.read_text(encoding="utf-8").splitlines()] for r in refs]
+        streams = [[detok(normalize(line)) for line in r.read_text(encoding="utf-8").splitlines()] for r in refs]
         print(corpus_score(hyps, streams))
     print(f"output: {hyp_path}\nstatistics: {stats_path}")
 
@@ -54,10 +58,12 @@ def main() -> None:
     model = ROOT / "models" / "tvsub-zh-en" / "model.pt"
 
     if model.exists():
-        from prepare_data import normalize  # the same clean-up the training data had
+        from onmt_optimal.text import detokenize, normalize  # the same clean-up the training data had
 
         def clean(line: str) -> str:
             return normalize(line, unescape=True)
+
+        detok = detokenize  # TVsub's English is Moses-tokenized (references and so the model's output)
 
         src = OUT / "test.src"
         src.write_text("\n".join(clean(line) for line in Path(args.src).read_text(encoding="utf-8").splitlines())
@@ -82,12 +88,16 @@ def main() -> None:
         def clean(line: str) -> str:
             return line
 
+        detok = None
+
     hyp, stats = OUT / "test.hyp", OUT / "test.stats.jsonl"
-    cmd += ["-output", str(hyp), "-stats_file", str(stats), *args.extra]
+    cmd += ["-output", str(hyp), "-stats_file", str(stats), "-progress", *args.extra]
     print("$ " + " ".join(cmd), flush=True)
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    subprocess.run(cmd, check=True, env=env)
-    summarize(hyp, stats, [r for r in refs if r.exists()], clean)
+    proc = subprocess.run(cmd, env=env)
+    if proc.returncode != 0:  # onmt_translate has said why, in one line
+        sys.exit(proc.returncode)
+    summarize(hyp, stats, [r for r in refs if r.exists()], clean, detok)
 
 
 if __name__ == "__main__":

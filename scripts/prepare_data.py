@@ -26,22 +26,12 @@ import gzip
 import json
 import os
 import random
-import re
 import sys
 import time
 
-# Moses escapes as written by escape-special-chars.perl; "&amp;" must come last.
-_MOSES_ENTITIES = [
-    ("&bar;", "|"), ("&#124;", "|"),
-    ("&lt;", "<"), ("&gt;", ">"),
-    ("&bra;", "["), ("&ket;", "]"),
-    ("&#91;", "["), ("&#93;", "]"),
-    ("&apos;", "'"), ("&quot;", '"'),
-    ("&amp;", "&"),
-]
-# Moses aggressive-hyphen / number-separator markers: " @-@ " -> "-", etc.
-_MOSES_AT = re.compile(r"\s*@([-,.])@\s*")
-_SPACES = re.compile(r"\s+")
+# the clean-up (Moses unescaping, whitespace) lives in the package, shared with the decoding tools
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from onmt_optimal.text import normalize, unescape_moses  # noqa: E402,F401
 
 
 def open_text(path):
@@ -55,23 +45,6 @@ def read_lines(path):
     """Return the lines of ``path`` without trailing newlines."""
     with open_text(path) as f:
         return [line.rstrip("\r\n") for line in f]
-
-
-def unescape_moses(line):
-    """Undo Moses tokenizer escapes (HTML entities and ``@-@``-style joiners)."""
-    if "@" in line:
-        line = _MOSES_AT.sub(r"\1", line)
-    if "&" in line:
-        for entity, char in _MOSES_ENTITIES:
-            line = line.replace(entity, char)
-    return line
-
-
-def normalize(line, unescape):
-    """Collapse whitespace and optionally unescape Moses entities."""
-    if unescape:
-        line = unescape_moses(line)
-    return _SPACES.sub(" ", line).strip()
 
 
 def read_parallel(src_path, tgt_path):

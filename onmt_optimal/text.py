@@ -1,0 +1,53 @@
+"""Cleaning text the way the shipped models' training data was cleaned, and undoing Moses tokenization for BLEU.
+
+One function per job, shared by every tool that reads raw corpus files (``scripts/prepare_data.py``,
+``main_job.py``, ``reproduce.py``, ``bench.py``, ``python -m onmt_optimal ratio --unescape-moses``), so that a
+source line reaches the model exactly as the training data did.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+# Moses escapes as written by escape-special-chars.perl; "&amp;" must come last (one level is undone).
+MOSES_ENTITIES = [
+    ("&bar;", "|"), ("&#124;", "|"),
+    ("&lt;", "<"), ("&gt;", ">"),
+    ("&bra;", "["), ("&ket;", "]"),
+    ("&#91;", "["), ("&#93;", "]"),
+    ("&apos;", "'"), ("&quot;", '"'),
+    ("&amp;", "&"),
+]
+# Moses aggressive-hyphen / number-separator markers: " @-@ " -> "-", etc.
+_MOSES_AT = re.compile(r"\s*@([-,.])@\s*")
+_SPACES = re.compile(r"\s+")
+
+
+def unescape_moses(line: str) -> str:
+    """Undo Moses tokenizer escapes (HTML entities and ``@-@``-style joiners)."""
+    if "@" in line:
+        line = _MOSES_AT.sub(r"\1", line)
+    if "&" in line:
+        for entity, char in MOSES_ENTITIES:
+            line = line.replace(entity, char)
+    return line
+
+
+def normalize(line: str, unescape: bool) -> str:
+    """Collapse whitespace and optionally unescape Moses entities (the training data's clean-up)."""
+    if unescape:
+        line = unescape_moses(line)
+    return _SPACES.sub(" ", line).strip()
+
+
+@functools.lru_cache(maxsize=None)
+def _detokenizer(lang: str):
+    from sacremoses import MosesDetokenizer
+
+    return MosesDetokenizer(lang=lang)
+
+
+def detokenize(line: str, lang: str = "en") -> str:
+    """Moses-detokenize one space-tokenized line (``it 's here .`` -> ``it's here.``), as sacrebleu expects
+    its input; entities are left as they are (unescape first)."""
+    return _detokenizer(lang).detokenize(line.split(), unescape=False)
