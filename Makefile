@@ -18,18 +18,29 @@ M30K := $(DATA)/multi30k-de-en
 
 setup: $(STAMP)
 
-$(STAMP): setup.py requirements.txt Makefile
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+# pip, quietly: -qq keeps errors and drops warnings (e.g. a machine-wide pip.conf naming an index that does not
+# exist prints a WARNING line per run)
+PIP := $(BIN)/python -m pip -qq
+# the one known conflict, on purpose (README, set-up): what `pip check` says about it is filtered below
+KNOWN_CONFLICT := ^opennmt-py 3\.5\.1 has requirement torch<2\.3
+
+$(STAMP): setup.py requirements.txt requirements-test.txt requirements-plots.txt Makefile
+	@echo "setting up $(VENV): torch >= 2.1, requirements*.txt, onmt-optimal, then OpenNMT-py 3.5.1 without its torch<2.3 pin"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(PIP) install --upgrade pip
 	@# keep any torch >= 2.1 already there; never let OpenNMT-py's pin downgrade it
-	$(BIN)/python -c "import sys, torch; sys.exit(tuple(map(int, torch.__version__.split('+')[0].split('.')[:2])) < (2, 1))" 2>/dev/null \
-	  || $(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q --no-deps OpenNMT-py==3.5.1
-	$(BIN)/python -m pip install -q -r requirements.txt
-	$(BIN)/python -m pip install -q -e .
-	$(BIN)/python -m onmt_optimal install-hook
-	$(BIN)/python -c "import torch, onmt, onmt_optimal; print('torch', torch.__version__, '| OpenNMT-py', onmt.__version__, '| onmt-optimal', onmt_optimal.__version__)"
-	touch $@
+	@$(BIN)/python -c "import sys, torch; sys.exit(tuple(map(int, torch.__version__.split('+')[0].split('.')[:2])) < (2, 1))" 2>/dev/null \
+	  || $(PIP) install "$(TORCH)"
+	@# run-time needs, test and plotting extras; --no-warn-conflicts: on a re-run OpenNMT-py is already there
+	@# and pip would print its torch pin as an ERROR block (real conflicts: `pip check` below)
+	@$(PIP) install --no-warn-conflicts -r requirements.txt -r requirements-test.txt -r requirements-plots.txt
+	@$(PIP) install --no-deps -e .
+	@# last and with --no-deps (pip checks no pins then): its torch<2.3 pin would downgrade torch
+	@$(PIP) install --no-deps OpenNMT-py==3.5.1
+	@$(BIN)/python -m pip check | grep -v "$(KNOWN_CONFLICT)" || true
+	@$(BIN)/python -m onmt_optimal install-hook > /dev/null
+	@$(BIN)/python -c "import torch, onmt, onmt_optimal; print('ready: torch', torch.__version__, '| OpenNMT-py', onmt.__version__, '| onmt-optimal', onmt_optimal.__version__)"
+	@touch $@
 
 run: setup
 	$(BIN)/python scripts/main_job.py

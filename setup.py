@@ -30,8 +30,9 @@ setup(
     python_requires=">=3.9",
     # torch and OpenNMT-py are deliberately not listed: OpenNMT-py 3.5.1 pins torch<2.3 and pip would
     # downgrade torch to satisfy it. Install them first (see README / Makefile).
-    install_requires=["sacrebleu>=2.0", "pyyaml"],
-    extras_require={"test": ["pytest", "hypothesis"], "plots": ["matplotlib", "tqdm"]},
+    # what onmt_optimal itself imports (run time; requirements.txt adds what OpenNMT-py imports)
+    install_requires=["sacrebleu>=2.0", "sacremoses", "tqdm"],
+    extras_require={"test": ["pytest", "hypothesis", "matplotlib"], "plots": ["matplotlib"]},
     cmdclass={"build_py": build_py_with_pth},
     entry_points={"console_scripts": ["onmt-optimal=onmt_optimal.__main__:main"]},
 )
