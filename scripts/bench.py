@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark: our beam search against stock OpenNMT-py's, side by side in one process, and the sweep's cost.
 
-    python scripts/bench.py [--config configs/tvsub-zh-en/translate.yaml] [--src DEV] [--gpu 0]
+    python scripts/bench.py [--config tvsub|multi30k|transformer|CONFIG.yaml] [--src DEV] [--gpu 0]
+    python scripts/bench.py --count-only --lines 50 --beams 10 --batches 32     # work per call, < 1 min
 
-For beam sizes 1, 5, 10, 20 and batches of 1 and 32 sentences, it decodes the same source with
+For beam sizes 1, 5, 10, 20 and batches of 1, 32 and 128 sentences, it decodes the same source with
   stock     OpenNMT-py's own BeamSearch (the translator's stock path), -length_penalty none
   default   our bookkeeping with OpenNMT-py's stopping rule (same output as stock)
   optimal   -stopping optimal
@@ -17,7 +18,17 @@ decoding steps, the share of decode time spent outside the model's forward pass 
 generator and softmax are timed), and each variant's ratio against stock in the same round. Then it times the
 r x b sweep (8 rewards x 20 beam sizes) as one decode per beam against 160 separate decodes, and checks that
 both give identical numbers.
-Writes benchmarks/RESULTS.md (or --out) and a JSON file beside it. Timings go in no test.
+
+Per variant and configuration it also counts the work of one decoder call (one call of the translator's
+``_decode_and_generate``, i.e. one step of the batch), over one more pass after the timed rounds, with
+``onmt_optimal.profiling``: aten ops (``torch.profiler``, host side, the CPU proxy for kernel launches) and, on
+CUDA, device kernels, device-to-host copies and host synchronizations (``torch.cuda.set_sync_debug_mode``), each
+also as a ratio to stock's. ``--count-only`` does only that pass (no timing, no sweep), the optimisation proxy.
+
+Models (``--config``): ``tvsub`` (the TVsub LSTM, default), ``multi30k`` (the Multi30k bi-LSTM), ``transformer``
+(the Multi30k transformer), each with its dev set; or a translate config path with ``--src``/``--refs``.
+Writes benchmarks/RESULTS.md (or --out) and a JSON file beside it; ``--count-only`` writes only where --out
+says. Progress bars go to stderr. Timings go in no test.
 """
 from __future__ import annotations
 
@@ -36,6 +47,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 VARIANTS = ["stock", "default", "optimal", "optimal+r"]
+DATA = "../shared/data"
+# --config shortcuts: translate config, raw dev source, raw dev references, Moses-escaped training data
+MODELS = {
+    "tvsub": ("configs/tvsub-zh-en/translate.yaml", f"{DATA}/tvsub-zh-en/dev.zh", [f"{DATA}/tvsub-zh-en/dev.en"],
+              True),
+    "multi30k": ("configs/multi30k-de-en/translate.yaml", f"{DATA}/multi30k-de-en/val.de",
+                 [f"{DATA}/multi30k-de-en/val.en"], False),
+    "transformer": ("configs/multi30k-de-en-transformer/translate.yaml", f"{DATA}/multi30k-de-en/val.de",
+                    [f"{DATA}/multi30k-de-en/val.en"], False),
+}
+# per-call counts kept in each row (``onmt_optimal.profiling.OpCounts.per_call``), with their ratio to stock
+COUNTS = ("aten_ops", "kernels", "dtoh", "syncs")
 
 
 class ForwardTimer:
@@ -78,8 +101,9 @@ class PartTimer:
         for cls in (BeamSearchBase, CertifiedBeamSearch):
             for name, part in (("_pick", "select"), ("_pick_one", "select"), ("advance", "step"),
                                ("update_finished", "finish")):
-                if name in cls.__dict__:
-                    setattr(cls, name, self._timed(cls.__dict__[name], part))
+                if name in cls.__dict__:  # a later PartTimer (next model) replaces the earlier one's wrapper
+                    fn = cls.__dict__[name]
+                    setattr(cls, name, self._timed(getattr(fn, "_bench_inner", fn), part))
         decoder.map_state = self._timed(decoder.map_state, "reorder")
 
     def reset(self):
@@ -96,6 +120,7 @@ class PartTimer:
             timer.seconds[part] += time.perf_counter() - start
             return out
 
+        wrapper._bench_inner = fn
         return wrapper
 
     def split(self):
@@ -174,23 +199,104 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0)
     return out
 
 
+def count_round(session, timer, parts, src, beam, batch, searches, cuda, progress=False):
+    """Work per decoder call of each variant over one pass of ``src`` (``onmt_optimal.profiling.count``).
+
+    Every batch is decoded by each variant in turn, each decode counted on its own (``translate_batch`` only:
+    reading, transforms, batching and writing are shared and not counted); the first batch is decoded once
+    untimed first, so that one-time initialisations (a library's first call) are in no count. The timers'
+    synchronizations are switched off meanwhile (they are the benchmark's, not the search's). Returns
+    ``{variant: OpCounts}`` summed over the batches."""
+    from tqdm import tqdm
+
+    from onmt_optimal.profiling import OpCounts, count
+
+    translator = session.translator
+    translator.beam_size = beam
+    session.opt.batch_size = batch
+    session.engine.opt.batch_size = batch
+    inner = translator.translate_batch
+    totals = {v: OpCounts(calls=0, aten_ops=0) for v in searches}
+    n_batches = math.ceil(sum(1 for _ in open(src, encoding="utf-8")) / batch)
+    bar = tqdm(total=n_batches, desc=f"counting batch {batch} b={beam}", leave=False, file=sys.stderr,
+               disable=not progress)
+    first = [True]
+
+    def translate_batch(batch_, attn_debug):
+        results = None
+        for v in searches:
+            translator.search = searches[v]
+            translator._stats = {}
+            if first[0]:
+                inner(batch_, attn_debug)
+            out = []
+            totals[v] += count(lambda: out.append(inner(batch_, attn_debug)), translator, cuda=cuda)
+            results = results or out[-1]
+        first[0] = False
+        bar.update()
+        return results
+
+    syncs = timer.sync, parts.sync
+    timer.sync = parts.sync = lambda: None
+    translator.translate_batch = translate_batch
+    try:
+        session.infer(src)
+    finally:
+        del translator.translate_batch
+        timer.sync, parts.sync = syncs
+        bar.close()
+    return totals
+
+
+def count_fields(totals) -> dict[str, dict]:
+    """Row fields per variant: per-call counts (None where the device has none), their ratio to stock's, the
+    decoder calls counted and the commonest synchronizing source lines."""
+    stock = totals["stock"].per_call()
+    fields = {}
+    for v, counts in totals.items():
+        per_call = counts.per_call()
+        row = {"decoder_calls": per_call["decoder_calls"]}
+        for name in COUNTS:
+            row[f"{name}_per_call"] = per_call[name]
+            ok = per_call[name] is not None and stock[name]
+            row[f"{name}_vs_stock"] = per_call[name] / stock[name] if ok else None
+        row["sync_sites"] = counts.sync_sites.most_common(8) if counts.syncs is not None else None
+        fields[v] = row
+    return fields
+
+
 def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, reward, ratio, sync,
-                   min_seconds=0.0):
+                   min_seconds=0.0, cuda=False, count=True, time_it=True, progress=True):
     """Every (batch, beam) configuration: a warm-up round, then ``rounds`` rounds, or more where rounds are
     short, so that each configuration is timed for at least ``min_seconds`` (a round of 1 s has a per-round
-    ratio that wanders by several percent; the median of many of them does not)."""
+    ratio that wanders by several percent; the median of many of them does not). Then (``count``) one more
+    pass that counts each variant's work per decoder call (``count_round``), after the timing so that it
+    cannot disturb it. ``time_it=False``: the counting pass only."""
+    from tqdm import tqdm
+
     from onmt_optimal.translator import ordered
 
     rows = []
-    for batch in batches:
-        for beam in beams:
-            searches = {v: search_for(v, reward, ratio) for v in VARIANTS}
+    configurations = [(batch, beam) for batch in batches for beam in beams]
+    outer = tqdm(configurations, desc="configurations", file=sys.stderr, disable=not progress)
+    for batch, beam in outer:
+        outer.set_postfix_str(f"batch {batch} b={beam}")
+        searches = {v: search_for(v, reward, ratio) for v in VARIANTS}
+        config_rows = {v: {"batch": batch, "beam": beam, "variant": v} for v in VARIANTS}
+        if time_it:
+            bar = tqdm(total=rounds + 1, desc=f"rounds batch {batch} b={beam}", leave=False, file=sys.stderr,
+                       disable=not progress)
             start = time.perf_counter()
             run_round(session, timer, parts, src, beam, batch, searches, sync)  # warm-up
             warm_up = time.perf_counter() - start
+            n_rounds = max(rounds, math.ceil(min_seconds / warm_up))
+            bar.total = n_rounds + 1
+            bar.update()
             samples = []
-            for k in range(max(rounds, math.ceil(min_seconds / warm_up))):
+            for k in range(n_rounds):
                 samples.append(run_round(session, timer, parts, src, beam, batch, searches, sync, offset=k))
+                bar.update()
+            bar.close()
             last = samples[-1]
             assert last["default"]["preds"] == last["stock"]["preds"], "our default search must give stock's output"
             assert last["optimal"]["preds"] == last["stock"]["preds"], "log-prob optimal must give stock's 1-best"
@@ -199,8 +305,7 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
             for v in VARIANTS:
                 decode = [r[v]["decode"] for r in samples]
                 ratios = [r["stock"]["decode"] / r[v]["decode"] for r in samples]
-                rows.append({
-                    "batch": batch, "beam": beam, "variant": v,
+                config_rows[v].update({
                     "sent_per_s": n_lines / statistics.median(decode),
                     "seconds_median": statistics.median(decode),
                     "speed_vs_stock": statistics.median(ratios),
@@ -211,25 +316,47 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
                     "total_steps": sum(steps[v]), "mean_steps": sum(steps[v]) / len(steps[v]),
                     "rounds": len(samples),
                 })
-                print(f"batch {batch:2d} beam {beam:2d} {v:10s} {rows[-1]['sent_per_s']:8.1f} sent/s  "
-                      f"x{rows[-1]['speed_vs_stock']:.3f} vs stock ({_range(rows[-1])})  outside forward "
-                      f"{100 * rows[-1]['outside_forward']:.1f}%  mean steps {rows[-1]['mean_steps']:.2f}",
-                      flush=True)
+        if count:
+            totals = count_round(session, timer, parts, src, beam, batch, searches, cuda, progress)
+            for v, fields in count_fields(totals).items():
+                config_rows[v].update(fields)
+        for v in VARIANTS:
+            row = config_rows[v]
+            rows.append(row)
+            text = f"batch {batch:3d} beam {beam:2d} {v:10s}"
+            if time_it:
+                text += (f" {row['sent_per_s']:8.1f} sent/s  x{row['speed_vs_stock']:.3f} vs stock ({_range(row)})"
+                         f"  outside forward {100 * row['outside_forward']:.1f}%  mean steps {row['mean_steps']:.2f}")
+            if count:
+                text += f"  per call: {_counts_text(row)}"
+            tqdm.write(text)
+            sys.stdout.flush()
     return rows
 
 
-def bench_sweep(session, src, refs, beams, rewards, ratio):
+def _counts_text(row) -> str:
+    """``aten 771.0 (x1.23)  kernels ...`` for the counts a row has."""
+    parts = []
+    for name, label in (("aten_ops", "aten ops"), ("kernels", "kernels"), ("dtoh", "DtoH"), ("syncs", "syncs")):
+        value = row.get(f"{name}_per_call")
+        if value is not None:
+            ratio = row.get(f"{name}_vs_stock")
+            parts.append(f"{label} {value:.1f}" + ("" if ratio is None else f" (x{ratio:.3f})"))
+    return "  ".join(parts) + f"  [{row['decoder_calls']} calls]"
+
+
+def bench_sweep(session, src, refs, beams, rewards, ratio, progress=False):
     from onmt_optimal.sweep import Decoder, run_sweep
 
     decoders = [Decoder("optimal" if r == 0 else "optimal_reward", "optimal",
                         "logprob" if r == 0 else "bounded_reward", None if r == 0 else r) for r in rewards]
     start = time.perf_counter()
-    joint = run_sweep(session, src, refs, beams, decoders, ratio, progress=False)["rows"]
+    joint = run_sweep(session, src, refs, beams, decoders, ratio, progress=progress)["rows"]
     joint_s = time.perf_counter() - start
     start = time.perf_counter()
     separate = []
     for decoder in decoders:
-        separate += run_sweep(session, src, refs, beams, [decoder], ratio, progress=False)["rows"]
+        separate += run_sweep(session, src, refs, beams, [decoder], ratio, progress=progress)["rows"]
     separate_s = time.perf_counter() - start
     key = lambda r: (r["family"], r["reward"] or 0.0, r["beam"])  # noqa: E731
     exact = ("bleu", "length_ratio", "mean_steps", "mean_length", "stop_reasons")
@@ -243,76 +370,153 @@ def bench_sweep(session, src, refs, beams, rewards, ratio):
             "max_mean_score_gap": score_gap}
 
 
+def resolve_models(args, parser) -> list[dict]:
+    """``--config`` names (``MODELS``) or one translate config path; the dev data comes from the name, or from a
+    path's matching name, unless ``--src``/``--refs`` say otherwise. One clear line on a bad name or path."""
+    models = []
+    for item in [c.strip() for c in args.config.split(",") if c.strip()]:
+        name = item if item in MODELS else next((n for n, m in MODELS.items() if m[0] == item), None)
+        if name is None and not Path(item).is_file():
+            parser.error(f"--config {item}: neither a model name ({', '.join(MODELS)}) nor a config file")
+        config, src, refs, unescape = MODELS[name] if name else (item, None, None, False)
+        src, refs = args.src or src, args.refs or refs
+        if src is None or not refs:
+            parser.error(f"--config {item}: give its dev data with --src and --refs")
+        src = src.replace(DATA, args.data, 1) if not args.src else src
+        refs = [r.replace(DATA, args.data, 1) for r in refs] if not args.refs else refs
+        for path in [config, src, *refs, _model_path(config)]:
+            if path and not Path(path).is_file():
+                parser.error(f"--config {item}: no such file: {path}")
+        models.append({"name": name or Path(item).parent.name, "config": config, "src": src, "refs": refs,
+                       "unescape_moses": unescape if args.unescape_moses is None else args.unescape_moses})
+    if not models:
+        parser.error("--config: no model given")
+    return models
+
+
+def _model_path(config: str) -> str | None:
+    """The checkpoint a translate config names (None if it names none, e.g. a -model flag comes later)."""
+    import yaml
+
+    try:
+        model = (yaml.safe_load(Path(config).read_text(encoding="utf-8")) or {}).get("model")
+    except (OSError, yaml.YAMLError, AttributeError):
+        return None
+    return model[0] if isinstance(model, list) and model else model if isinstance(model, str) else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", default="configs/tvsub-zh-en/translate.yaml")
-    parser.add_argument("--src", default="../shared/data/tvsub-zh-en/dev.zh", help="raw dev source")
-    parser.add_argument("--refs", nargs="*", default=["../shared/data/tvsub-zh-en/dev.en"],
-                        help="raw dev references (for the length ratio and the sweep's BLEU)")
-    parser.add_argument("--unescape-moses", action="store_true",
-                        help="undo Moses escapes, as the TVsub model's training data was (scripts/prepare_data.py)")
+    parser.add_argument("--config", default="tvsub",
+                        help=f"comma-separated model names ({', '.join(MODELS)}) or translate config paths "
+                             "(default: tvsub)")
+    parser.add_argument("--data", default=DATA, help="the shared data folder the model names' dev sets are in")
+    parser.add_argument("--src", help="raw dev source (default: the model's dev set)")
+    parser.add_argument("--refs", nargs="*",
+                        help="raw dev references (for the length ratio and the sweep's BLEU; default: the model's)")
+    parser.add_argument("--unescape-moses", action=argparse.BooleanOptionalAction, default=None,
+                        help="undo Moses escapes, as the TVsub model's training data was (scripts/prepare_data.py); "
+                             "default: on for tvsub")
     parser.add_argument("--lines", type=int, default=320, help="first N source lines")
     parser.add_argument("--beams", default="1,5,10,20")
-    parser.add_argument("--batches", default="1,32")
+    parser.add_argument("--batches", default="1,32,128")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per configuration, at least")
     parser.add_argument("--min-seconds", type=float, default=60.0,
                         help="more rounds where a configuration's rounds take less than this in all")
     parser.add_argument("--reward", type=float, default=1.2)
-    parser.add_argument("--sweep-lines", type=int, default=200, help="0: skip the sweep timing")
+    parser.add_argument("--sweep-lines", type=int, default=200,
+                        help="sweep timing on the first model's first N lines (0: skip)")
+    parser.add_argument("--count", action=argparse.BooleanOptionalAction, default=True,
+                        help="count the work per decoder call after each configuration's timed rounds")
+    parser.add_argument("--count-only", action="store_true",
+                        help="only count the work per decoder call: no timing, no sweep; writes only with --out")
     parser.add_argument("--gpu", type=int, default=None, help="GPU id (default: 0 when CUDA is available, else CPU)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (1: steady timings; more oversubscribe a 2-core machine)")
-    parser.add_argument("--out", default="benchmarks/RESULTS.md")
+    parser.add_argument("--out", help="report (a JSON file beside it); default benchmarks/RESULTS.md, "
+                                      "benchmarks/RESULTS-gpu.md on a GPU")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                        help="progress bars on stderr")
     parser.add_argument("--render", metavar="JSON", help="only write --out again from a run's JSON file")
     args = parser.parse_args()
     if args.render:
+        if not args.out:
+            parser.error("--render needs --out")
         run = json.loads(Path(args.render).read_text())
         Path(args.out).write_text(report(run["meta"], run["rows"], run["sweep"]))
         return
+    try:
+        beams = [int(b) for b in args.beams.split(",")]
+        batches = [int(b) for b in args.batches.split(",")]
+    except ValueError:
+        parser.error("--beams and --batches take comma-separated integers, e.g. 1,5,10,20")
+    if min(beams + batches) < 1 or args.lines < 1:
+        parser.error("--beams, --batches and --lines must be at least 1")
+    models = resolve_models(args, parser)
 
     import torch
 
     torch.set_num_threads(args.threads)
     if args.gpu is None:
         args.gpu = 0 if torch.cuda.is_available() else -1
+    if args.gpu >= 0 and (not torch.cuda.is_available() or args.gpu >= torch.cuda.device_count()):
+        parser.error(f"--gpu {args.gpu}: no such CUDA device here (use --gpu -1 for the CPU)")
+    cuda = args.gpu >= 0
+    out = Path(args.out) if args.out else None
+    if out is None and not args.count_only:
+        out = ROOT / "benchmarks" / ("RESULTS-gpu.md" if cuda else "RESULTS.md")
     from onmt_optimal.length_ratio import estimate_with_model
     from onmt_optimal.session import Session
 
     from reproduce import clean_copy
 
-    work = ROOT / "work" / "bench"
-    work.mkdir(parents=True, exist_ok=True)
-    # cleaned as the training data was (whitespace, Moses escapes), like scripts/reproduce.py does
-    clean_src = clean_copy(args.src, work / "dev.src", args.unescape_moses)
-    clean_refs = [clean_copy(r, work / f"dev.ref{i}", args.unescape_moses) for i, r in enumerate(args.refs)]
-    lines = clean_src.read_text(encoding="utf-8").splitlines()
-    src = work / "bench.src"
-    # each batch is decoded once per variant: an empty line would be answered only once (empty_lines.take)
-    src.write_text("\n".join([line for line in lines if line.strip()][: args.lines]) + "\n", encoding="utf-8")
-    session = Session(["-config", args.config, "-gpu", str(args.gpu)])
-    sync = torch.cuda.synchronize if args.gpu >= 0 else (lambda: None)
-    timer = ForwardTimer(session.translator, sync)
-    parts = PartTimer(sync, session.translator.model.decoder)
-    refs = [r.read_text(encoding="utf-8").splitlines() for r in clean_refs]
-    ratio = estimate_with_model(session, lines, refs).corpus
     threads = f"{args.threads} thread{'s' if args.threads > 1 else ''}"
-    device = torch.cuda.get_device_name(args.gpu) if args.gpu >= 0 else f"CPU ({threads})"
-
-    rows = bench_decoding(session, timer, parts, src, min(args.lines, len(lines)), [int(b) for b in args.beams.split(",")],
-                          [int(b) for b in args.batches.split(",")], args.rounds, args.reward, ratio, sync,
-                          args.min_seconds)
-    sweep = None
-    if args.sweep_lines > 0:
-        sweep_src = work / "sweep.src"
-        sweep_src.write_text("\n".join(lines[: args.sweep_lines]) + "\n", encoding="utf-8")
-        sweep = bench_sweep(session, sweep_src, [r[: args.sweep_lines] for r in refs], list(range(1, 21)),
-                            [0, 0.5, 1, 1.1, 1.2, 1.3, 1.4, 1.5], ratio)
-        print(f"sweep: {sweep}")
-    meta = {"device": device, "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
-            "config": args.config, "lines": args.lines, "rounds": args.rounds, "min_seconds": args.min_seconds,
-            "reward": args.reward,
-            "ratio": ratio, "sweep_lines": args.sweep_lines}
-    out = Path(args.out)
+    device = torch.cuda.get_device_name(args.gpu) if cuda else f"CPU ({threads})"
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}"
+    if cuda:
+        machine += f", CUDA {torch.version.cuda}"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    rows, sweep, metas = [], None, []
+    for m, model in enumerate(models):
+        work = ROOT / "work" / "bench" / model["name"]
+        work.mkdir(parents=True, exist_ok=True)
+        # cleaned as the training data was (whitespace, Moses escapes), like scripts/reproduce.py does
+        clean_src = clean_copy(model["src"], work / "dev.src", model["unescape_moses"])
+        clean_refs = [clean_copy(r, work / f"dev.ref{i}", model["unescape_moses"])
+                      for i, r in enumerate(model["refs"])]
+        lines = clean_src.read_text(encoding="utf-8").splitlines()
+        src = work / "bench.src"
+        # each batch is decoded once per variant: an empty line would be answered only once (empty_lines.take)
+        kept = [line for line in lines if line.strip()][: args.lines]
+        src.write_text("\n".join(kept) + "\n", encoding="utf-8")
+        session = Session(["-config", model["config"], "-gpu", str(args.gpu)])
+        timer = ForwardTimer(session.translator, sync)
+        parts = PartTimer(sync, session.translator.model.decoder)
+        refs = [r.read_text(encoding="utf-8").splitlines() for r in clean_refs]
+        ratio = estimate_with_model(session, lines, refs).corpus
+        if args.progress:
+            print(f"model {model['name']} ({model['config']}), {device}", file=sys.stderr)
+        for row in bench_decoding(session, timer, parts, src, len(kept), beams, batches, args.rounds, args.reward,
+                                  ratio, sync, args.min_seconds, cuda=cuda, count=args.count or args.count_only,
+                                  time_it=not args.count_only, progress=args.progress):
+            rows.append({"model": model["name"], **row})
+        if m == 0 and args.sweep_lines > 0 and not args.count_only:
+            sweep_src = work / "sweep.src"
+            sweep_src.write_text("\n".join(lines[: args.sweep_lines]) + "\n", encoding="utf-8")
+            sweep = bench_sweep(session, sweep_src, [r[: args.sweep_lines] for r in refs], list(range(1, 21)),
+                                [0, 0.5, 1, 1.1, 1.2, 1.3, 1.4, 1.5], ratio, progress=args.progress)
+            sweep["model"] = model["name"]
+            print(f"sweep: {sweep}")
+        metas.append({"name": model["name"], "config": model["config"], "src": model["src"], "lines": len(kept),
+                      "ratio": ratio})
+        del session, timer, parts
+    first = metas[0]
+    meta = {"device": device, "machine": machine, "models": metas,
+            "config": first["config"], "lines": first["lines"], "rounds": args.rounds,
+            "min_seconds": args.min_seconds, "reward": args.reward, "ratio": first["ratio"],
+            "sweep_lines": args.sweep_lines if sweep else 0, "count_only": args.count_only}
+    if out is None:
+        return
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "rows": rows, "sweep": sweep}, indent=1) + "\n")
     out.write_text(report(meta, rows, sweep))
@@ -332,25 +536,71 @@ def _rounds(meta, rows) -> str:
     return f"{least} rounds ({more}: at least {meta.get('min_seconds', 0):.0f} s of rounds per configuration)"
 
 
+TIMING_NOTES = [
+    "Each batch is decoded by every variant in turn, in an order that rotates from batch to batch, so "
+    "all variants see the machine in the same state; a batch of several sentences is first decoded once, "
+    "untimed, to warm the caches. A round is one pass over the sentences. sent/s "
+    "counts decode time: `translate_batch` (encoder, decoding loop, beam search, results), not the "
+    "reading, transforms, batching and writing that all variants share. x stock: median over rounds of "
+    "stock's decode time / this variant's in the same round; range: the lowest and highest per-round "
+    "ratio. `default` runs stock's search under our bookkeeping, so its ratio is the bookkeeping's cost "
+    "alone.", "",
+    "Outside forward = share of decode time outside the model's forward pass (encoder, decoder step, "
+    "generator, softmax), split into the beam's top-k, the rest of its step (for ours: the search "
+    "bookkeeping), examples leaving the batch, the decoder state following the beam (OpenNMT-py's "
+    "`map_state`, every step) and the rest of OpenNMT-py's decoding loop (encoder-output reordering, "
+    "translation results).", ""]
+
+COUNT_NOTES = [
+    "Work per decoder call (`onmt_optimal/profiling.py`): one more pass over the same sentences, each "
+    "variant's decode of each batch (`translate_batch`) counted on its own and the totals divided by the calls "
+    "of the translator's `_decode_and_generate` (one per decoding step of a batch). aten ops: every `aten::` "
+    "operator `torch.profiler` records on the host, nested ones included (the host's dispatches; on a GPU the "
+    "kernel launches move with them). Kernels: device-side events of the profiler's CUDA trace (kernels, "
+    "memcpy, memset); DtoH: the device-to-host copies among them; syncs: host synchronizations reported by "
+    "`torch.cuda.set_sync_debug_mode(\"warn\")` in a separate, unprofiled decode, with the commonest source "
+    "lines (file:line: count over the pass). The counts include the forward pass, the same for every variant. "
+    "x stock: this variant's count per call / stock's. Counts, not timings: they do not depend on the "
+    "machine's load.", ""]
+
+
 def report(meta, rows, sweep) -> str:
-    lines = [f"# Benchmark: onmt-optimal vs stock OpenNMT-py ({meta['device']})", "",
-             f"`python scripts/bench.py` on {meta['machine']}; model config `{meta['config']}`, first "
-             f"{meta['lines']} dev sentences, -length_penalty none, {_rounds(meta, rows)} after a warm-up, "
-             f"medians. optimal+r: r = {meta['reward']}, rho = {meta['ratio']:.4f}.", "",
-             "Each batch is decoded by every variant in turn, in an order that rotates from batch to batch, so "
-             "all variants see the machine in the same state; a batch of several sentences is first decoded once, "
-             "untimed, to warm the caches. A round is one pass over the sentences. sent/s "
-             "counts decode time: `translate_batch` (encoder, decoding loop, beam search, results), not the "
-             "reading, transforms, batching and writing that all variants share. x stock: median over rounds of "
-             "stock's decode time / this variant's in the same round; range: the lowest and highest per-round "
-             "ratio. `default` runs stock's search under our bookkeeping, so its ratio is the bookkeeping's cost "
-             "alone.", "",
-             "Outside forward = share of decode time outside the model's forward pass (encoder, decoder step, "
-             "generator, softmax), split into the beam's top-k, the rest of its step (for ours: the search "
-             "bookkeeping), examples leaving the batch, the decoder state following the beam (OpenNMT-py's "
-             "`map_state`, every step) and the rest of OpenNMT-py's decoding loop (encoder-output reordering, "
-             "translation results).", "",
-             "| batch | beam | variant | sent/s | x stock | range | outside forward | top-k | step | leaving "
+    models = meta.get("models") or [{"name": None, "config": meta["config"], "lines": meta["lines"],
+                                     "ratio": meta["ratio"]}]
+    timed = [r for r in rows if "sent_per_s" in r]
+    counted = [r for r in rows if r.get("aten_ops_per_call") is not None]
+    what = "speed and work per decoder call" if timed and counted else "speed" if timed else "work per decoder call"
+    run = "`python scripts/bench.py" + (" --count-only`" if meta.get("count_only") else "`")
+    lines = [f"# Benchmark: onmt-optimal vs stock OpenNMT-py, {what} ({meta['device']})", "",
+             f"{run} on {meta['machine']}; -length_penalty none"
+             + (f", {_rounds(meta, timed)} after a warm-up, medians" if timed else "") + ". Models: "
+             + "; ".join(f"{'`' + m['name'] + '` ' if m['name'] else ''}(`{m['config']}`, first {m['lines']} dev "
+                         f"sentences, rho = {m['ratio']:.4f})" for m in models)
+             + f". optimal+r: r = {meta['reward']}, rho as given.", ""]
+    lines += TIMING_NOTES if timed else []
+    lines += COUNT_NOTES if counted else []
+    for m in models:
+        mine = [r for r in rows if r.get("model") == m["name"]]
+        if len(models) > 1 or m["name"]:
+            lines += [f"## {m['name']} (`{m['config']}`)", ""]
+        lines += _timing_table(r for r in mine if "sent_per_s" in r)
+        lines += _count_table([r for r in mine if r.get("aten_ops_per_call") is not None])
+    if sweep is None:
+        return "\n".join(lines)
+    lines += [f"Sweep of {sweep['configurations']} (r, b) configurations on {meta['sweep_lines']} sentences"
+              + (f" ({sweep['model']})" if sweep.get("model") else "") + ": "
+              f"one decode per beam size {sweep['joint_seconds']:.1f} s, separate decodes "
+              f"{sweep['separate_seconds']:.1f} s, speed-up x{sweep['speedup']:.2f}; identical BLEU, length "
+              f"ratio, steps and stop reasons: {sweep['identical']}; largest gap in a mean model score: "
+              f"{sweep['max_mean_score_gap']:.2e}.", ""]
+    return "\n".join(lines)
+
+
+def _timing_table(rows) -> list[str]:
+    rows = list(rows)
+    if not rows:
+        return []
+    lines = ["| batch | beam | variant | sent/s | x stock | range | outside forward | top-k | step | leaving "
              "| state reorder | other | mean steps | total steps |",
              "|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
@@ -371,14 +621,34 @@ def report(meta, rows, sweep) -> str:
             if "stock" in get and "optimal" in get:
                 lines.append(f"- batch {batch}, b = {beam}: "
                              f"{get['stock']['mean_steps'] - get['optimal']['mean_steps']:.2f}")
-    if sweep is None:
-        return "\n".join(lines + [""])
-    lines += ["", f"Sweep of {sweep['configurations']} (r, b) configurations on {meta['sweep_lines']} sentences: "
-              f"one decode per beam size {sweep['joint_seconds']:.1f} s, separate decodes "
-              f"{sweep['separate_seconds']:.1f} s, speed-up x{sweep['speedup']:.2f}; identical BLEU, length "
-              f"ratio, steps and stop reasons: {sweep['identical']}; largest gap in a mean model score: "
-              f"{sweep['max_mean_score_gap']:.2e}.", ""]
-    return "\n".join(lines)
+    return lines + [""]
+
+
+def _count_table(rows) -> list[str]:
+    """Work per decoder call; the device columns only where the run had a GPU."""
+    if not rows:
+        return []
+    device = any(r.get("kernels_per_call") is not None for r in rows)
+
+    def cell(r, name, digits=1):
+        value, ratio = r.get(f"{name}_per_call"), r.get(f"{name}_vs_stock")
+        return "- | -" if value is None else f"{value:.{digits}f} | " + ("-" if ratio is None else f"{ratio:.3f}")
+
+    head = "| batch | beam | variant | decoder calls | aten ops / call | x stock |"
+    rule = "|---:|---:|---|---:|---:|---:|"
+    if device:
+        head += " kernels / call | x stock | DtoH / call | syncs / call | x stock | main sync sites |"
+        rule += "---:|---:|---:|---:|---:|---|"
+    lines = ["Work per decoder call:", "", head, rule]
+    for r in rows:
+        line = f"| {r['batch']} | {r['beam']} | {r['variant']} | {r['decoder_calls']} | {cell(r, 'aten_ops')} |"
+        if device:
+            dtoh = r.get("dtoh_per_call")
+            sites = ", ".join(f"{site}: {n}" for site, n in (r.get("sync_sites") or [])[:4])
+            line += (f" {cell(r, 'kernels')} | {'-' if dtoh is None else f'{dtoh:.2f}'} | {cell(r, 'syncs', 2)} |"
+                     f" {sites} |")
+        lines.append(line)
+    return lines + [""]
 
 
 def _range(row) -> str:
