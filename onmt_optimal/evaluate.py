@@ -21,11 +21,14 @@ class Score:
         return f"BLEU {self.bleu:.2f}  length ratio {self.length_ratio:.3f}  ({self.signature})"
 
 
-def corpus_score(hypotheses: list[str], references: list[list[str]], lowercase: bool = True) -> Score:
-    """``references`` is a list of reference streams, each as long as ``hypotheses``."""
+def corpus_score(hypotheses: list[str], references: list[list[str]], lowercase: bool = True,
+                 tokenized: bool = False) -> Score:
+    """``references`` is a list of reference streams, each as long as ``hypotheses``. ``tokenized``: the text is
+    knowingly scored as it is, tokenized (as the paper's multi-bleu did), so sacrebleu's "forgot to detokenize"
+    warning is not wanted (its ``force``)."""
     for stream in references:
         if len(stream) != len(hypotheses):
             raise ValueError(f"{len(hypotheses)} hypotheses but a reference stream of {len(stream)} lines")
-    metric = BLEU(lowercase=lowercase)
+    metric = BLEU(lowercase=lowercase, force=tokenized)
     result = metric.corpus_score(hypotheses, references)
     return Score(result.score, result.sys_len / max(result.ref_len, 1), str(metric.get_signature()))

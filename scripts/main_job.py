@@ -34,16 +34,22 @@ def summarize(hyp_path: Path, stats_path: Path, refs: list[Path] | None, normali
     line into plain text, applied to hypotheses and references alike before sacrebleu sees them."""
     from onmt_optimal.evaluate import corpus_score
 
-    detok = detok or (lambda line: line)
-    hyps = [detok(line) for line in hyp_path.read_text(encoding="utf-8").splitlines()]
+    hyps = hyp_path.read_text(encoding="utf-8").splitlines()
     stats = [json.loads(line) for line in stats_path.read_text().splitlines()]
     reasons = collections.Counter(s["stop_reason"] for s in stats)
     print(f"sentences: {len(hyps)}   mean decoding steps: {sum(s['steps'] for s in stats) / len(stats):.2f}"
           f"   mean output length: {sum(s['length'] for s in stats) / len(stats):.2f}")
     print("stop reasons: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
     if refs:
-        streams = [[detok(normalize(line)) for line in r.read_text(encoding="utf-8").splitlines()] for r in refs]
-        print(corpus_score(hyps, streams))
+        streams = [[normalize(line) for line in r.read_text(encoding="utf-8").splitlines()] for r in refs]
+        if detok is None:
+            print(corpus_score(hyps, streams))
+        else:
+            plain = corpus_score([detok(h) for h in hyps], [[detok(line) for line in s] for s in streams])
+            print(f"{plain}\n  (sacrebleu on Moses-detokenized hypotheses and references, as it expects)")
+            tok = corpus_score(hyps, streams, tokenized=True)
+            print(f"BLEU {tok.bleu:.2f}  length ratio {tok.length_ratio:.3f}  on the tokenized text, as results/ and "
+                  "the paper (multi-bleu) score it")
     print(f"output: {hyp_path}\nstatistics: {stats_path}")
 
 
