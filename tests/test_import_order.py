@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each case is a fresh interpreter: that is what it tests
+
 CHECK = (
     "import onmt.translate.translator as t, onmt.inputters.dynamic_iterator as d\n"
     "assert t.Translator.__name__ == 'CertifiedTranslator', t.Translator\n"
