@@ -22,11 +22,13 @@ setup: $(STAMP)
 # pip, quietly: -qq keeps errors and drops warnings (e.g. a machine-wide pip.conf naming an index that does not
 # exist prints a WARNING line per run)
 PIP := $(BIN)/python -m pip -qq
-# the one known conflict, on purpose (README, set-up): what `pip check` says about it is filtered below
-KNOWN_CONFLICT := ^opennmt-py 3\.5\.1 has requirement torch<2\.3
+# what `pip check` says of OpenNMT-py installed with --no-deps, on purpose (README, set-up): its torch<2.3 pin
+# and the packages only its server, model conversion and -tensorboard import; filtered below
+KNOWN_CONFLICT := ^opennmt-py 3\.5\.1 
 
 $(STAMP): setup.py requirements.txt requirements-test.txt requirements-plots.txt Makefile
 	@echo "setting up $(VENV): torch >= 2.1, requirements*.txt, onmt-optimal, then OpenNMT-py 3.5.1 without its torch<2.3 pin"
+	@echo "(and without ctranslate2, flask, six, tensorboard, waitress: only its server, conversion and -tensorboard use them)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(PIP) install --upgrade pip
 	@# keep any torch >= 2.1 already there; never let OpenNMT-py's pin downgrade it
