@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import torch
 
-from onmt_optimal.search.kept import NEG_INF, Kept
+from onmt_optimal.search.kept import NEG_INF, Kept, neg_inf
 from onmt_optimal.search.scoring import ScoringRule, StepView
 from onmt_optimal.search.stopping import StoppingRule, StopView
 from onmt_optimal.search.top_k import TopK, top_k
@@ -67,6 +67,11 @@ class Beam:
         device = src_len.device
         self.max_length = max_length
         self.src_len = src_len.to(dtype=torch.float)
+        #: (B, 1 + R) what is known of each example from the start: |x| and each rule's target length l
+        self.facts = torch.stack([self.src_len] + [
+            self.src_len.new_full((B,), float("nan")) if target is None else target
+            for target in (score.target_length(self.src_len) for score, _ in self.rules)], dim=1)
+        self._targeted = [score.target_length(self.src_len[:0]) is not None for score, _ in self.rules]
         #: (B * beam,) bool: the item holds a real live prefix; each beam starts from its first item
         self.live = torch.arange(B * beam, device=device) % beam == 0
         self.kept = Kept.empty(B, R, K, max_length, self.pad, dtype, device)
@@ -75,6 +80,7 @@ class Beam:
         self.width = torch.full((B,), beam, dtype=torch.long, device=device) if self.shrinks else None
         self._slots = torch.arange(beam, device=device)
         self._offsets = torch.arange(0, B * beam, beam, device=device).unsqueeze(1)  # (B, 1) first row
+        self._vocab = None  # (V as a 0-d tensor, V)
         #: several rules: per example and rule, the step it stopped at (0 while running), why, and with how
         #: many completed hypotheses; one rule stops with its example, so this is read off the last step
         self.stop_step = self.stop_code = self.stop_completed = None
@@ -82,10 +88,9 @@ class Beam:
             self.stop_step = torch.zeros((B, R), dtype=torch.long, device=device)
             self.stop_code = torch.zeros((B, R), dtype=torch.long, device=device)
             self.stop_completed = torch.zeros((B, R), dtype=torch.long, device=device)
-        #: (1, R) the code of a stop by the rule itself: its own reason, or a heuristic bound's
-        self._rule_codes = torch.tensor(
-            [[PREDICTED if stop.certified and not score.bound_is_proof else RULE for score, stop in self.rules]],
-            device=device)
+        #: the code of a stop by the rule itself: its own reason, or a heuristic bound's; (1, R) on the device
+        self._own_codes = [PREDICTED if stop.certified and not score.bound_is_proof else RULE for score, stop in self.rules]
+        self._rule_codes = torch.tensor([self._own_codes], device=device)
 
     # ------------------------------------------------------------------ one step
     def pick(self, scores: torch.Tensor):
@@ -93,8 +98,12 @@ class Beam:
         ``parents`` are rows of the ``(B * beam, ...)`` tensors. ``scores``: ``(B * beam, V)``."""
         V = scores.shape[1]
         B = scores.shape[0] // self.beam_size
+        if self._vocab is None or self._vocab[1] != V:
+            self._vocab = (torch.tensor(V, device=scores.device), V)
+        if self._offsets.shape[0] != B:  # examples left: the first beam row of each example
+            self._offsets = self._offsets[:B]
         values, ids = self.top_k(scores.view(B, self.beam_size * V), self.beam_size)
-        return values, ids.remainder(V), ids.div(V, rounding_mode="floor") + self._offsets[:B]
+        return values, ids.remainder(self._vocab[0]), ids.div(self._vocab[0], rounding_mode="floor") + self._offsets
 
     def step(self, t: int, parents: torch.Tensor, eos: torch.Tensor, log_prob: torch.Tensor,
              stock_score: torch.Tensor | None, seq: torch.Tensor, attn: torch.Tensor | None = None):
@@ -106,7 +115,7 @@ class Beam:
         examples every rule is done with (all of them at ``t = T``)."""
         B, beam = eos.shape
         at_max = t >= self.max_length
-        real = self.live.index_select(0, parents).view(B, beam)
+        real = self.live.gather(0, parents).view(B, beam)
         if self.shrinks:  # only the example's current width of top items is its beam
             real &= self._slots < self.width.unsqueeze(1)
         completed = real if at_max else real & eos  # at T every real item ends, as in stock
@@ -122,9 +131,9 @@ class Beam:
             collect = completed.unsqueeze(1) & (self.stop_step == 0).unsqueeze(2)
         self.kept.merge(collect, finals, log_prob, t, seq, attn)
         counts = completed.sum(dim=1)
-        self.n_completed = self.n_completed + counts
+        self.n_completed.add_(counts)
         if self.shrinks:
-            self.width = self.width - counts
+            self.width.sub_(counts)
         self.live = live.view(-1)
         self._t, self._at_max = t, at_max
 
@@ -145,7 +154,7 @@ class Beam:
         score, stop = self.rules[r]
         bound = None
         if stop.needs_bound:
-            bound = score.bound(view).masked_fill(~live, NEG_INF).amax(dim=1)
+            bound = torch.where(live, score.bound(view), neg_inf(view.log_prob)).amax(dim=1)
         return stop.done(StopView(completed=completed, n_completed=self.n_completed, kept_score=self.kept.score[:, r],
                                   best_bound=bound, width=self.width, n_best=self.n_best))
 
@@ -167,30 +176,31 @@ class Beam:
         item, read only for an example whose every hypothesis scored -inf (it kept none): a second transfer
         in that degenerate case alone."""
         B = self.src_len.shape[0]
-        index = torch.tensor(rows, device=self.src_len.device) if len(rows) < B else None
-        take = (lambda x: x) if index is None else (lambda x: x.index_select(0, index))  # noqa: E731
         n, R, K = len(rows), len(self.rules), self.n_best
         kept = self.kept
-        if R == 1:  # the rule stops with its example, at this step
-            stop_completed = self.n_completed.unsqueeze(1)
-            code = self._codes(self._at_max, self.live.view(B, self.beam_size))
-            stop = torch.stack([torch.full_like(stop_completed, self._t), code.expand(B, 1), stop_completed], 2)
+        if R == 1:  # the rule stops with its example, at this step: why depends on whether items are live
+            stop = torch.cat([self.n_completed.view(B, 1), self.live.view(B, self.beam_size).any(1, keepdim=True)], 1)
         else:
-            stop = torch.stack([self.stop_step, self.stop_code, self.stop_completed], dim=2)  # (B, R, 3)
-        targets = [score.target_length(self.src_len) for score, _ in self.rules]
-        target = torch.stack([self.src_len.new_full(self.src_len.shape, float("nan")) if x is None else x
-                              for x in targets], dim=1)  # (B, R)
-        parts = [kept.score, kept.log_prob, kept.steps, stop, target, self.src_len.unsqueeze(1), kept.seq]
-        packed = torch.cat([take(x).reshape(n, -1).to(torch.float64) for x in parts], dim=1).tolist()
+            stop = torch.stack([self.stop_step, self.stop_code, self.stop_completed], dim=2).view(B, -1)
+        # one float32 row per example (token ids and counts are exact in float32, below 2^24)
+        packed = torch.cat([kept.score.view(B, -1), kept.log_prob.view(B, -1), kept.steps.view(B, -1), stop,
+                            self.facts, kept.seq.view(B, -1)], dim=1)
+        if n < B:
+            packed = packed[torch.tensor(rows, device=packed.device)]
+        packed = packed.tolist()
 
         T = kept.seq.shape[3]
         out = []
         for j, row in enumerate(packed):
             score, log_prob, steps = row[:R * K], row[R * K:2 * R * K], row[2 * R * K:3 * R * K]
             at = 3 * R * K
-            stop, at = row[at:at + 3 * R], at + 3 * R
-            target, at = row[at:at + R], at + R
-            src_len, at = row[at], at + 1
+            if R == 1:
+                completed, some_live = row[at:at + 2]
+                code = MAX_LENGTH if self._at_max else self._own_codes[0] if some_live else ALL_FINISHED
+                stop, at = [self._t, code, completed], at + 2
+            else:
+                stop, at = row[at:at + 3 * R], at + 3 * R
+            src_len, target, at = row[at], row[at + 1:at + 1 + R], at + 1 + R
             seq = row[at:]
             per_rule = []
             for r, (_, rule) in enumerate(self.rules):
@@ -215,7 +225,7 @@ class Beam:
                     "score": best[0],
                     "log_prob": best[1],
                     "length": len(best[2]) - ended,
-                    "target_length": None if targets[r] is None else target[r],
+                    "target_length": target[r] if self._targeted[r] else None,
                     "src_length": int(src_len),
                     "completed": int(stop[3 * r + 2]),
                     "tokens": best[2][:-1] if ended else best[2],
@@ -231,13 +241,14 @@ class Beam:
     def keep(self, rows: torch.Tensor) -> None:
         """Only the examples at batch rows ``rows`` (a long tensor) go on, in that order."""
         beam = self.beam_size
-        self.src_len = self.src_len.index_select(0, rows)
-        self.live = self.live.view(-1, beam).index_select(0, rows).view(-1)
+        self.src_len = self.src_len[rows]
+        self.facts = self.facts[rows]
+        self.live = self.live.view(-1, beam)[rows].view(-1)
         self.kept = self.kept.select(rows)
-        self.n_completed = self.n_completed.index_select(0, rows)
+        self.n_completed = self.n_completed[rows]
         if self.width is not None:
-            self.width = self.width.index_select(0, rows)
+            self.width = self.width[rows]
         if self.stop_step is not None:
-            self.stop_step = self.stop_step.index_select(0, rows)
-            self.stop_code = self.stop_code.index_select(0, rows)
-            self.stop_completed = self.stop_completed.index_select(0, rows)
+            self.stop_step = self.stop_step[rows]
+            self.stop_code = self.stop_code[rows]
+            self.stop_completed = self.stop_completed[rows]

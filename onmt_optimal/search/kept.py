@@ -21,6 +21,16 @@ from dataclasses import dataclass
 import torch
 
 NEG_INF = float("-inf")
+_NEG_INF_TENSORS: dict = {}
+
+
+def neg_inf(like: torch.Tensor) -> torch.Tensor:
+    """``-inf`` as a 0-d tensor of ``like``'s dtype and device, made once: a Python scalar in a tensor
+    operation costs a conversion on every call."""
+    key = (like.dtype, like.device)
+    if key not in _NEG_INF_TENSORS:
+        _NEG_INF_TENSORS[key] = torch.tensor(NEG_INF, dtype=like.dtype, device=like.device)
+    return _NEG_INF_TENSORS[key]
 
 
 @dataclass
@@ -56,18 +66,22 @@ class Kept:
             self._merge_sorted(completed, score, log_prob, t, seq, attn)
 
     def _merge_best(self, completed, score, log_prob, t, seq, attn) -> None:
+        """The ``K = 1`` merge in few tensor operations (each costs a kernel launch on a GPU): the best
+        completed item of the step replaces the kept one only if it scores strictly higher."""
         B, R, beam = completed.shape
-        best, arg = score.masked_fill(~completed, NEG_INF).max(dim=2)  # (B, R): the first of equal maxima
-        update = (best > self.score[:, :, 0]).unsqueeze(2)  # (B, R, 1); a tie keeps the earlier hypothesis
-        self.score = torch.where(update, best.unsqueeze(2), self.score)
-        self.log_prob = torch.where(update, log_prob.gather(1, arg).unsqueeze(2), self.log_prob)
-        self.steps = self.steps.masked_fill(update, t)
-        chosen = seq.gather(1, arg.unsqueeze(2).expand(B, R, t)).unsqueeze(2)  # (B, R, 1, t)
-        self.seq[..., :t] = torch.where(update.unsqueeze(3), chosen, self.seq[..., :t])
+        best, arg = torch.where(completed, score, neg_inf(score)).max(dim=2, keepdim=True)  # (B, R, 1)
+        update = best > self.score  # a tie keeps the earlier hypothesis
+        self.score = torch.where(update, best, self.score)
+        self.log_prob = torch.where(update, _per_rule(log_prob, R).gather(2, arg), self.log_prob)
+        self.steps.masked_fill_(update, t)
+        chosen = _per_rule(seq, R).gather(2, arg.unsqueeze(3).expand(B, R, 1, t))  # (B, R, 1, t)
+        kept = self.seq.narrow(3, 0, t)
+        kept.copy_(torch.where(update.unsqueeze(3), chosen, kept))
         if attn is not None:
             S = attn.shape[3]
-            chosen = attn.gather(1, arg.view(B, R, 1, 1).expand(B, R, t, S)).unsqueeze(2)  # (B, R, 1, t, S)
-            self.attn[..., :t, :] = torch.where(update.view(B, R, 1, 1, 1), chosen, self.attn[..., :t, :])
+            chosen = _per_rule(attn, R).gather(2, arg.view(B, R, 1, 1, 1).expand(B, R, 1, t, S))
+            kept = self.attn.narrow(3, 0, t)
+            kept.copy_(torch.where(update.view(B, R, 1, 1, 1), chosen, kept))
 
     def _merge_sorted(self, completed, score, log_prob, t, seq, attn) -> None:
         B, R, beam = completed.shape
@@ -90,6 +104,11 @@ class Kept:
 
     def select(self, rows: torch.Tensor) -> "Kept":
         """The hypotheses of the examples at ``rows`` (a long tensor), in that order."""
-        pick = lambda x: None if x is None else x.index_select(0, rows)  # noqa: E731
+        pick = lambda x: None if x is None else x[rows]  # noqa: E731
         return Kept(pick(self.score), pick(self.log_prob), pick(self.steps), pick(self.seq), self.pad,
                     pick(self.attn))
+
+
+def _per_rule(x: torch.Tensor, R: int) -> torch.Tensor:
+    """``(B, beam, ...)`` -> ``(B, R, beam, ...)``: every rule sees the same items (a view, no copy)."""
+    return x.unsqueeze(1) if R == 1 else x.unsqueeze(1).expand(x.shape[0], R, *x.shape[1:])

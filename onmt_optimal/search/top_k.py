@@ -65,13 +65,28 @@ class TopK:
         best, chosen = torch.topk(group_max, k + 1, dim=1)
         if not _decreasing(best[:, k - 1:]):  # a group ties the k-th at M_k (or NaN): no shortcut
             return _stable_top_k(scores, k)
-        members = (chosen[:, :k].unsqueeze(2) + n * torch.arange(group, device=scores.device)).view(B, k * group)
-        loose = N - n * group
-        if loose:
-            members = torch.cat([members, torch.arange(n * group, N, device=scores.device).expand(B, loose)], 1)
-        members = members.sort(dim=1).values  # index order, so that the stable sort breaks ties by index
+        # group j holds j, j + n, j + 2n, ...: with the chosen j in increasing order, listing the members
+        # offset by offset puts them in index order (every j < n), so the stable sort breaks ties by index
+        spread, loose = _members(n, group, N, scores.device)
+        members = (chosen[:, :k].sort(dim=1).values.unsqueeze(1) + spread).view(B, group * k)
+        if loose is not None:  # the last N - n * group candidates, after every group's
+            members = torch.cat([members, loose.expand(B, -1)], dim=1)
         values, order = torch.sort(scores.gather(1, members), dim=1, descending=True, stable=True)
         return values[:, :k].contiguous(), members.gather(1, order[:, :k])
+
+
+_MEMBERS: dict = {}
+
+
+def _members(n: int, group: int, N: int, device):
+    """``(n * arange(group))`` as a ``(1, group, 1)`` column and the loose indices ``nG .. N - 1`` (or None),
+    made once per shape."""
+    key = (n, group, N, device)
+    if key not in _MEMBERS:
+        spread = (n * torch.arange(group, device=device)).view(1, group, 1)
+        loose = torch.arange(n * group, N, device=device).unsqueeze(0) if N > n * group else None
+        _MEMBERS[key] = (spread, loose)
+    return _MEMBERS[key]
 
 
 #: the defaults: 16 candidates a group; torch.topk up to 100k scores
