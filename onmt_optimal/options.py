@@ -182,9 +182,22 @@ def _check_writable(flag: str, path: str | None) -> None:
         raise OptionError(f"{flag} {path}: directory {parent} is not writable")
 
 
+def _check_readable(flag: str, path: str | None) -> None:
+    if not path or path in (os.devnull, "-"):
+        return
+    if not os.path.exists(path):
+        raise OptionError(f"{flag} {path}: no such file")
+    if os.path.isdir(path):
+        raise OptionError(f"{flag} {path} is a directory, not a file")
+    if not os.access(path, os.R_OK):
+        raise OptionError(f"{flag} {path} is not readable")
+
+
 def validate(opt) -> None:
-    """Raise ``OptionError`` for any value or combination the search cannot honour, and for a -stats_file or
-    -output that could not be written (checked here, before the model loads, rather than after the decode)."""
+    """Raise ``OptionError`` for any value or combination the search cannot honour, for a -src that cannot be
+    read and for a -stats_file or -output that could not be written (checked here, before the model loads,
+    rather than after the decode)."""
+    _check_readable("-src", getattr(opt, "src", None))
     _check_writable("-stats_file", getattr(opt, "stats_file", None))
     _check_writable("-output", getattr(opt, "output", None))
     stopping = getattr(opt, "stopping", "default")

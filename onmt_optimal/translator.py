@@ -190,9 +190,9 @@ class CertifiedTranslator(Translator):
         score = sum(s["score"] for s in decoded) / len(decoded)
         rule = search.scoring
         label = rule.describe() if hasattr(rule, "describe") else type(rule).__name__
-        return (f"PRED LOG-PROB PER TOKEN: {per_token:.4f}, PRED PPL: {ppl:.2f} (log-probabilities, EOS counted; "
-                f"{tokens} tokens) NB SENTENCES: {nb_sentences}\n"
-                f"PRED MEAN SCORE: {score:.4f} per sentence, of the search's score {label} "
+        self._log(f"PRED LOG-PROB PER TOKEN: {per_token:.4f}, PRED PPL: {ppl:.2f} (from log-probabilities, EOS "
+                  f"counted; {tokens} tokens) NB SENTENCES: {nb_sentences}")
+        return (f"PRED MEAN SCORE: {score:.4f} per sentence, of the search's score {label} "
                 f"(mean log-probability per sentence: {log_prob / len(decoded):.4f})")
 
 

@@ -1,6 +1,8 @@
 """Bad input gets one clear line or a sane result, never a traceback, never lost output (issue 13, part 2), and
-what a newcomer's first commands print (part 3). Each case drives the real ``onmt_translate`` console script on
-the session's toy model; the cheap ones (help texts, the environment switch) run in-process.
+what a newcomer's first commands print (part 3). Each case runs OpenNMT-py's own ``onmt_translate`` main on the
+session's toy model, in the shared ``our_worker`` process (exactly what the console script runs, one interpreter
+for all cases); the help texts and the environment switch run in-process, plus one real process each where
+the process itself is what is tested.
 """
 from __future__ import annotations
 
@@ -25,8 +27,10 @@ ENV.pop("ONMT_OPTIMAL_DISABLE", None)
 OURS = ["-length_penalty", "none", "-stopping", "optimal"]
 
 
-def translate(*args):
-    return subprocess.run([str(BIN / "onmt_translate"), *map(str, args)], env=ENV, capture_output=True, text=True)
+@pytest.fixture
+def translate(our_worker):
+    """``translate(*args)``: ``onmt_translate *args``; returns returncode, stdout, stderr."""
+    return our_worker.run
 
 
 def error_lines(proc) -> list[str]:
@@ -48,7 +52,7 @@ def src(tmp_path_factory) -> Path:
 
 
 # ------------------------------------------------------------------ part 2: bad input
-def test_zero_byte_source_gives_empty_output_and_empty_stats(toy_model, tmp_path):
+def test_zero_byte_source_gives_empty_output_and_empty_stats(translate, toy_model, tmp_path):
     empty = tmp_path / "empty.src"
     empty.write_bytes(b"")
     out, stats = tmp_path / "out", tmp_path / "stats.jsonl"
@@ -59,7 +63,7 @@ def test_zero_byte_source_gives_empty_output_and_empty_stats(toy_model, tmp_path
     assert out.read_bytes() == b"" and stats.read_bytes() == b""
 
 
-def test_stats_file_in_a_missing_directory_is_refused_before_the_model_loads(toy_model, src, tmp_path):
+def test_stats_file_in_a_missing_directory_is_refused_before_the_model_loads(translate, toy_model, src, tmp_path):
     out = tmp_path / "out"
     out.write_text("keep me\n")
     proc = translate("-model", toy_model, "-src", src, "-output", out,
@@ -70,8 +74,18 @@ def test_stats_file_in_a_missing_directory_is_refused_before_the_model_loads(toy
     assert out.read_text() == "keep me\n"
 
 
+def test_a_missing_source_never_empties_the_output(translate, toy_model, tmp_path):
+    out = tmp_path / "out"
+    out.write_text("an earlier translation\n")
+    proc = translate("-model", toy_model, "-src", tmp_path / "no_such.src", "-output", out)
+    line = assert_one_error_line(proc, 2)
+    assert "-src" in line and "no such file" in line
+    assert out.read_text() == "an earlier translation\n"
+
+
 @pytest.mark.parametrize("kind", ["random bytes", "opt None"])
-def test_a_file_that_is_not_a_checkpoint_is_one_line_and_never_empties_the_output(toy_model, src, tmp_path, kind):
+def test_a_file_that_is_not_a_checkpoint_is_one_line_and_never_empties_the_output(translate, toy_model, src,
+                                                                                  tmp_path, kind):
     bad = tmp_path / "bad.pt"
     if kind == "random bytes":
         bad.write_bytes(os.urandom(4096))
@@ -90,7 +104,7 @@ def test_a_file_that_is_not_a_checkpoint_is_one_line_and_never_empties_the_outpu
     assert out.read_text() == "an earlier translation\n"
 
 
-def test_n_best_above_a_beam_of_one_warns_once_then_pads(toy_model, src, tmp_path):
+def test_n_best_above_a_beam_of_one_warns_once_then_pads(translate, toy_model, src, tmp_path):
     """Also: target_length has one type on empty and non-empty lines, and the closing report is
     log-probability based (stock's PRED PPL of a reward-augmented score fell below 1)."""
     lines = src.read_text().splitlines()
@@ -115,7 +129,7 @@ def test_n_best_above_a_beam_of_one_warns_once_then_pads(toy_model, src, tmp_pat
     assert "PRED MEAN SCORE" in proc.stderr
 
 
-def test_target_length_is_null_on_every_line_without_a_length_ratio(toy_model, src, tmp_path):
+def test_target_length_is_null_on_every_line_without_a_length_ratio(translate, toy_model, src, tmp_path):
     lines = src.read_text().splitlines()
     with_empty = tmp_path / "with_empty.src"
     with_empty.write_text("\n".join(["", *lines[:2]]) + "\n")
@@ -134,6 +148,7 @@ def test_only_a_true_value_of_onmt_optimal_disable_turns_the_plugin_off(monkeypa
     assert _hook.disabled() is off
 
 
+@pytest.mark.slow
 def test_disable_zero_keeps_the_flags_in_a_real_process():
     code = "import onmt.translate.translator as t; print(t.Translator.__name__)"
     for value, name in (("0", "CertifiedTranslator"), ("1", "Translator")):
@@ -142,7 +157,7 @@ def test_disable_zero_keeps_the_flags_in_a_real_process():
         assert proc.stdout.strip() == name, (value, proc.stderr[-2000:])
 
 
-def test_help_texts_and_unknown_commands(capsys, tmp_path):
+def test_help_texts_and_unknown_commands_in_process(capsys, tmp_path):
     cli.main(["--help"])
     assert "install-hook" in capsys.readouterr().out
     with pytest.raises(SystemExit) as done:
@@ -154,6 +169,11 @@ def test_help_texts_and_unknown_commands(capsys, tmp_path):
     assert done.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown command 'frobnicate'" in err
+
+
+@pytest.mark.slow
+def test_help_texts_and_unknown_commands():
+    """The two ways in a newcomer types: plain text on stdout, exit 0."""
     for cmd in ([sys.executable, "-m", "onmt_optimal", "--help"], [str(BIN / "onmt-optimal"), "--help"]):
         proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
         assert proc.returncode == 0 and proc.stdout.startswith("onmt-optimal") and not proc.stderr, proc
