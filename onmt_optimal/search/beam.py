@@ -179,11 +179,11 @@ class Beam:
         n, R, K = len(rows), len(self.rules), self.n_best
         kept = self.kept
         if R == 1:  # the rule stops with its example, at this step: why depends on whether items are live
-            stop = torch.cat([self.n_completed.view(B, 1), self.live.view(B, self.beam_size).any(1, keepdim=True)], 1)
+            stop = [self.n_completed.view(B, 1), self.live.view(B, self.beam_size).any(1, keepdim=True)]
         else:
-            stop = torch.stack([self.stop_step, self.stop_code, self.stop_completed], dim=2).view(B, -1)
+            stop = [torch.stack([self.stop_step, self.stop_code, self.stop_completed], dim=2).view(B, -1)]
         # one float32 row per example (token ids and counts are exact in float32, below 2^24)
-        packed = torch.cat([kept.score.view(B, -1), kept.log_prob.view(B, -1), kept.steps.view(B, -1), stop,
+        packed = torch.cat([kept.score.view(B, -1), kept.log_prob.view(B, -1), kept.steps.view(B, -1), *stop,
                             self.facts, kept.seq.view(B, -1)], dim=1)
         if n < B:
             packed = packed[torch.tensor(rows, device=packed.device)]
@@ -241,8 +241,8 @@ class Beam:
     def keep(self, rows: torch.Tensor) -> None:
         """Only the examples at batch rows ``rows`` (a long tensor) go on, in that order."""
         beam = self.beam_size
-        self.src_len = self.src_len[rows]
         self.facts = self.facts[rows]
+        self.src_len = self.facts[:, 0]
         self.live = self.live.view(-1, beam)[rows].view(-1)
         self.kept = self.kept.select(rows)
         self.n_completed = self.n_completed[rows]

@@ -37,7 +37,7 @@ def neg_inf(like: torch.Tensor) -> torch.Tensor:
 class Kept:
     score: torch.Tensor  # (B, R, K) float: the rule's final score, -inf for an empty place
     log_prob: torch.Tensor  # (B, R, K) float: log p(y|x)
-    steps: torch.Tensor  # (B, R, K) long: tokens the hypothesis has, EOS included (the step it completed at)
+    steps: torch.Tensor  # (B, R, K) float: tokens the hypothesis has, EOS included (the step it completed at)
     seq: torch.Tensor  # (B, R, K, T) long: its tokens, padded
     pad: int = 0  # the padding token of ``seq``
     attn: torch.Tensor | None = None  # (B, R, K, T, S) float: its attention, when the decode tracks attention
@@ -47,7 +47,7 @@ class Kept:
         return cls(
             score=torch.full((B, R, K), NEG_INF, dtype=dtype, device=device),
             log_prob=torch.full((B, R, K), NEG_INF, dtype=dtype, device=device),
-            steps=torch.zeros((B, R, K), dtype=torch.long, device=device),
+            steps=torch.zeros((B, R, K), dtype=dtype, device=device),  # exact as a float: T < 2^24
             seq=torch.full((B, R, K, T), pad, dtype=torch.long, device=device),
             pad=pad,
         )
@@ -97,7 +97,7 @@ class Kept:
             return joined.gather(2, index)
 
         self.log_prob = merged(self.log_prob, log_prob)
-        self.steps = merged(self.steps, torch.full_like(log_prob, t, dtype=torch.long))
+        self.steps = merged(self.steps, torch.full_like(log_prob, t))
         self.seq = merged(self.seq, torch.nn.functional.pad(seq, (0, T - t), value=self.pad))
         if attn is not None:
             self.attn = merged(self.attn, torch.nn.functional.pad(attn, (0, 0, 0, T - t)))
