@@ -33,12 +33,14 @@ says. Progress bars go to stderr. Timings go in no test.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -202,49 +204,32 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0)
 def count_round(session, timer, parts, src, beam, batch, searches, cuda, progress=False):
     """Work per decoder call of each variant over one pass of ``src`` (``onmt_optimal.profiling.count``).
 
-    Every batch is decoded by each variant in turn, each decode counted on its own (``translate_batch`` only:
-    reading, transforms, batching and writing are shared and not counted); the first batch is decoded once
-    untimed first, so that one-time initialisations (a library's first call) are in no count. The timers'
-    synchronizations are switched off meanwhile (they are the benchmark's, not the search's). Returns
-    ``{variant: OpCounts}`` summed over the batches."""
+    Each variant decodes the whole of ``src`` through OpenNMT-py's pipeline under one profiler (the method of
+    ``../shared/gpu/baseline-h100/profile_steps.py``): reading, transforms, batching and writing are counted
+    too, the same for every variant. On a GPU, a first untimed pass per variant keeps one-time initialisations
+    (a library's first call) out of the counts; aten ops on the host need none. The timers' synchronizations
+    are switched off meanwhile (they are the benchmark's, not the search's). Returns ``{variant: OpCounts}``."""
     from tqdm import tqdm
 
-    from onmt_optimal.profiling import OpCounts, count
+    from onmt_optimal.profiling import count
 
     translator = session.translator
     translator.beam_size = beam
     session.opt.batch_size = batch
     session.engine.opt.batch_size = batch
-    inner = translator.translate_batch
-    totals = {v: OpCounts(calls=0, aten_ops=0) for v in searches}
-    n_batches = math.ceil(sum(1 for _ in open(src, encoding="utf-8")) / batch)
-    bar = tqdm(total=n_batches, desc=f"counting batch {batch} b={beam}", leave=False, file=sys.stderr,
-               disable=not progress)
-    first = [True]
-
-    def translate_batch(batch_, attn_debug):
-        results = None
-        for v in searches:
-            translator.search = searches[v]
-            translator._stats = {}
-            if first[0]:
-                inner(batch_, attn_debug)
-            out = []
-            totals[v] += count(lambda: out.append(inner(batch_, attn_debug)), translator, cuda=cuda)
-            results = results or out[-1]
-        first[0] = False
-        bar.update()
-        return results
-
+    totals = {}
     syncs = timer.sync, parts.sync
     timer.sync = parts.sync = lambda: None
-    translator.translate_batch = translate_batch
     try:
-        session.infer(src)
+        for v in tqdm(searches, desc=f"counting batch {batch} b={beam}", leave=False, file=sys.stderr,
+                      disable=not progress):
+            translator.search = searches[v]
+            translator._stats = {}
+            if cuda:
+                session.infer(src)
+            totals[v] = count(lambda: session.infer(src), translator, cuda=cuda)
     finally:
-        del translator.translate_batch
         timer.sync, parts.sync = syncs
-        bar.close()
     return totals
 
 
@@ -477,39 +462,43 @@ def main() -> None:
         machine += f", CUDA {torch.version.cuda}"
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     rows, sweep, metas = [], None, []
-    for m, model in enumerate(models):
-        work = ROOT / "work" / "bench" / model["name"]
-        work.mkdir(parents=True, exist_ok=True)
-        # cleaned as the training data was (whitespace, Moses escapes), like scripts/reproduce.py does
-        clean_src = clean_copy(model["src"], work / "dev.src", model["unescape_moses"])
-        clean_refs = [clean_copy(r, work / f"dev.ref{i}", model["unescape_moses"])
-                      for i, r in enumerate(model["refs"])]
-        lines = clean_src.read_text(encoding="utf-8").splitlines()
-        src = work / "bench.src"
-        # each batch is decoded once per variant: an empty line would be answered only once (empty_lines.take)
-        kept = [line for line in lines if line.strip()][: args.lines]
-        src.write_text("\n".join(kept) + "\n", encoding="utf-8")
-        session = Session(["-config", model["config"], "-gpu", str(args.gpu)])
-        timer = ForwardTimer(session.translator, sync)
-        parts = PartTimer(sync, session.translator.model.decoder)
-        refs = [r.read_text(encoding="utf-8").splitlines() for r in clean_refs]
-        ratio = estimate_with_model(session, lines, refs).corpus
-        if args.progress:
-            print(f"model {model['name']} ({model['config']}), {device}", file=sys.stderr)
-        for row in bench_decoding(session, timer, parts, src, len(kept), beams, batches, args.rounds, args.reward,
-                                  ratio, sync, args.min_seconds, cuda=cuda, count=args.count or args.count_only,
-                                  time_it=not args.count_only, progress=args.progress):
-            rows.append({"model": model["name"], **row})
-        if m == 0 and args.sweep_lines > 0 and not args.count_only:
-            sweep_src = work / "sweep.src"
-            sweep_src.write_text("\n".join(lines[: args.sweep_lines]) + "\n", encoding="utf-8")
-            sweep = bench_sweep(session, sweep_src, [r[: args.sweep_lines] for r in refs], list(range(1, 21)),
-                                [0, 0.5, 1, 1.1, 1.2, 1.3, 1.4, 1.5], ratio, progress=args.progress)
-            sweep["model"] = model["name"]
-            print(f"sweep: {sweep}")
-        metas.append({"name": model["name"], "config": model["config"], "src": model["src"], "lines": len(kept),
-                      "ratio": ratio})
-        del session, timer, parts
+    with contextlib.ExitStack() as scratch:  # the runs' folders, removed however the run ends
+        for m, model in enumerate(models):
+            # this run's own folder: two runs at once (e.g. a --count-only beside a full run) must not rewrite each
+            # other's source files mid-decode
+            (ROOT / "work" / "bench").mkdir(parents=True, exist_ok=True)
+            work = Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix=f"{model['name']}-",
+                                                                          dir=ROOT / "work" / "bench")))
+            # cleaned as the training data was (whitespace, Moses escapes), like scripts/reproduce.py does
+            clean_src = clean_copy(model["src"], work / "dev.src", model["unescape_moses"])
+            clean_refs = [clean_copy(r, work / f"dev.ref{i}", model["unescape_moses"])
+                          for i, r in enumerate(model["refs"])]
+            lines = clean_src.read_text(encoding="utf-8").splitlines()
+            src = work / "bench.src"
+            # each batch is decoded once per variant: an empty line would be answered only once (empty_lines.take)
+            kept = [line for line in lines if line.strip()][: args.lines]
+            src.write_text("\n".join(kept) + "\n", encoding="utf-8")
+            session = Session(["-config", model["config"], "-gpu", str(args.gpu)])
+            timer = ForwardTimer(session.translator, sync)
+            parts = PartTimer(sync, session.translator.model.decoder)
+            refs = [r.read_text(encoding="utf-8").splitlines() for r in clean_refs]
+            ratio = estimate_with_model(session, lines, refs).corpus
+            if args.progress:
+                print(f"model {model['name']} ({model['config']}), {device}", file=sys.stderr)
+            for row in bench_decoding(session, timer, parts, src, len(kept), beams, batches, args.rounds, args.reward,
+                                      ratio, sync, args.min_seconds, cuda=cuda, count=args.count or args.count_only,
+                                      time_it=not args.count_only, progress=args.progress):
+                rows.append({"model": model["name"], **row})
+            if m == 0 and args.sweep_lines > 0 and not args.count_only:
+                sweep_src = work / "sweep.src"
+                sweep_src.write_text("\n".join(lines[: args.sweep_lines]) + "\n", encoding="utf-8")
+                sweep = bench_sweep(session, sweep_src, [r[: args.sweep_lines] for r in refs], list(range(1, 21)),
+                                    [0, 0.5, 1, 1.1, 1.2, 1.3, 1.4, 1.5], ratio, progress=args.progress)
+                sweep["model"] = model["name"]
+                print(f"sweep: {sweep}")
+            metas.append({"name": model["name"], "config": model["config"], "src": model["src"], "lines": len(kept),
+                          "ratio": ratio})
+            del session, timer, parts
     first = metas[0]
     meta = {"device": device, "machine": machine, "models": metas,
             "config": first["config"], "lines": first["lines"], "rounds": args.rounds,
@@ -552,9 +541,10 @@ TIMING_NOTES = [
     "translation results).", ""]
 
 COUNT_NOTES = [
-    "Work per decoder call (`onmt_optimal/profiling.py`): one more pass over the same sentences, each "
-    "variant's decode of each batch (`translate_batch`) counted on its own and the totals divided by the calls "
-    "of the translator's `_decode_and_generate` (one per decoding step of a batch). aten ops: every `aten::` "
+    "Work per decoder call (`onmt_optimal/profiling.py`): one more pass of each variant over the same "
+    "sentences through OpenNMT-py's whole pipeline (reading, transforms, batching and writing included, the "
+    "same for every variant), its counts divided by the calls of the translator's `_decode_and_generate` (one "
+    "per decoding step of a batch). aten ops: every `aten::` "
     "operator `torch.profiler` records on the host, nested ones included (the host's dispatches; on a GPU the "
     "kernel launches move with them). Kernels: device-side events of the profiler's CUDA trace (kernels, "
     "memcpy, memset); DtoH: the device-to-host copies among them; syncs: host synchronizations reported by "
