@@ -26,7 +26,7 @@ PIP := $(BIN)/python -m pip -qq
 # and the packages only its server, model conversion and -tensorboard import; filtered below
 KNOWN_CONFLICT := ^opennmt-py 3\.5\.1 
 
-$(STAMP): setup.py requirements.txt requirements-test.txt requirements-plots.txt Makefile
+$(STAMP): setup.py requirements.txt requirements-test.txt requirements-plots.txt Makefile onmt_optimal.pth
 	@echo "setting up $(VENV): torch >= 2.1, requirements*.txt, onmt-optimal, then OpenNMT-py 3.5.1 without its torch<2.3 pin"
 	@echo "(and without ctranslate2, flask, six, tensorboard, waitress: only its server, conversion and -tensorboard use them)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -26,7 +26,7 @@ setup(
     description="Optimal beam search (modulo beam size) with bounded length reward for OpenNMT-py",
     long_description=(HERE / "README.md").read_text() if (HERE / "README.md").exists() else "",
     long_description_content_type="text/markdown",
-    packages=["onmt_optimal"],
+    packages=["onmt_optimal", "onmt_optimal.search", "onmt_optimal.opennmt"],
     python_requires=">=3.9",
     # torch and OpenNMT-py are deliberately not listed: OpenNMT-py 3.5.1 pins torch<2.3 and pip would
     # downgrade torch to satisfy it. Install them first (see README / Makefile).

@@ -3,13 +3,13 @@
 Huang, Zhao & Ma (2017), "When to Finish? Optimal Beam Search for Neural Text Generation (modulo beam
 size)". The package reads as the algorithm does:
 
-* ``scoring``      what a completed hypothesis scores, and an admissible bound for any continuation;
-* ``stopping``     when an example may stop (OpenNMT-py's rule, the optimality certificate, exhaustive);
-* ``beam_search``  the batched bookkeeping that applies both to OpenNMT-py's beam;
-* ``top_k``        the beam's exact top-k, in two cheap passes instead of a partial sort;
-* ``translator``   OpenNMT-py's Translator with that search plugged in, statistics, empty lines;
-* ``options``      the ``onmt_translate`` flags;
-* ``patch``        the one place where OpenNMT-py is changed (``_hook`` applies it on import).
+* ``search``     the search itself, torch only: scoring rules and their bounds, stopping rules, the batched
+                 beam bookkeeping, the kept hypotheses, the exact top-k, the registry of rules;
+* ``opennmt``    the adapter to OpenNMT-py 3.5.1: its beam search driven by ``search``, the translator
+                 (statistics, empty lines), the ``onmt_translate`` flags, the one module that patches
+                 OpenNMT-py (``patch``) and the import hook that applies it;
+* tools          ``session`` (decode in-process), ``sweep`` (r x b on a dev set), ``length_ratio``,
+                 ``exact_search`` (the global-optimum oracle), ``evaluate`` (sacrebleu), ``profiling``.
 
 This module stays import-light: it is imported at start-up of every Python process of the environment.
 """

@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 def translate(argv: list[str]) -> None:
-    from onmt_optimal import patch
+    from onmt_optimal.opennmt import patch
 
     patch.apply()
     import onmt.bin.translate
@@ -118,7 +118,7 @@ def install_hook(argv: list[str]) -> None:
     parser.add_argument("--site-packages", default=None, metavar="DIR",
                         help="where to write it (default: this interpreter's purelib directory)")
     args = parser.parse_args(argv)
-    from onmt_optimal.install import install_pth
+    from onmt_optimal.opennmt.install import install_pth
 
     print(install_pth(args.site_packages))
 

@@ -2,7 +2,7 @@
 
 Beam search is optimal only *modulo beam size*: a hypothesis whose prefix fell out of the beam is never seen.
 This module finds the true optimum, as Stahlberg & Byrne (2019, "On NMT search errors and model errors")
-did with depth-first branch and bound, for any scoring rule of ``onmt_optimal.scoring`` whose bound is a
+did with depth-first branch and bound, for any scoring rule of ``onmt_optimal.search.scoring`` whose bound is a
 proof (``rule.bound_is_proof``). It is an *oracle* for measuring search errors, not a decoder: its cost is
 exponential in the worst case, so it has node and time budgets.
 
@@ -47,7 +47,7 @@ from typing import Any, Protocol, Sequence
 
 import torch
 
-from onmt_optimal.scoring import ScoringRule, StepView
+from onmt_optimal.search.scoring import ScoringRule, StepView
 
 STOP_OPTIMAL = "optimal"
 STOP_NODE_BUDGET = "node_budget"
@@ -388,7 +388,7 @@ class OpenNMTScorer:
 
 def load_model(model_path: str, gpu: int = -1):
     """Load an OpenNMT-py checkpoint for inference as ``onmt_translate`` does: ``(vocabs, model, model_opt)``."""
-    from onmt_optimal import patch
+    from onmt_optimal.opennmt import patch
 
     patch.apply()
     import onmt.model_builder

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from onmt_optimal import patch
-from onmt_optimal.options import SearchConfig
+from onmt_optimal.opennmt import patch
+from onmt_optimal.opennmt.options import SearchConfig
 
 
 class Session:
@@ -60,7 +60,7 @@ class Session:
         (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...).
         ``progress``, if given, is called with the number of sentences of each batch once translated (e.g. a
         tqdm bar's ``update``)."""
-        from onmt_optimal.translator import ordered
+        from onmt_optimal.opennmt.translator import ordered
 
         translator = self.translator
         translator.beam_size = beam_size

@@ -14,55 +14,11 @@ from __future__ import annotations
 
 import collections
 import time
-from dataclasses import dataclass
-
-from onmt.translate.beam_search import GNMTGlobalScorer
 
 from onmt_optimal.evaluate import corpus_score
-from onmt_optimal.scoring import BoundedWordReward, StockScore, WordReward
-from onmt_optimal.stopping import STOPPING_RULES
+from onmt_optimal.search.registry import Decoder, paper_decoders
 
-
-@dataclass(frozen=True)
-class Decoder:
-    """A decoder of the paper's comparison. ``family`` names it in tables; ``reward`` is r where it has one."""
-
-    family: str
-    stopping: str
-    score: str  # logprob | avg | bounded_reward | word_reward
-    reward: float | None = None
-
-    @property
-    def shrinks(self) -> bool:
-        return STOPPING_RULES[self.stopping].shrinks
-
-    def rule(self, ratio: float):
-        if self.score == "logprob":
-            scoring = StockScore(GNMTGlobalScorer(0.0, 0.0, "none", "none"), own=False)
-        elif self.score == "avg":
-            scoring = StockScore(GNMTGlobalScorer(1.0, 0.0, "avg", "none"), own=False)
-        elif self.score == "bounded_reward":
-            scoring = BoundedWordReward(self.reward, ratio)
-        elif self.score == "word_reward":
-            scoring = WordReward(self.reward)
-        else:
-            raise ValueError(self.score)
-        return scoring, STOPPING_RULES[self.stopping]()
-
-    def label(self) -> str:
-        return self.family if self.reward is None else f"{self.family} r={self.reward:g}"
-
-
-def paper_decoders(rewards: list[float]) -> list[Decoder]:
-    """The paper's Section 5 comparison, with r over ``rewards`` where a decoder has a reward."""
-    positive = [r for r in rewards if r > 0]
-    return (
-        [Decoder("default", "default", "logprob"), Decoder("default_avg", "default", "avg"),
-         Decoder("optimal", "optimal", "logprob")]
-        + [Decoder("optimal_reward", "optimal", "bounded_reward", r) for r in positive]
-        + [Decoder("shrinking_norm", "shrinking", "avg")]
-        + [Decoder("shrinking_reward", "shrinking", "word_reward", r) for r in positive]
-    )
+__all__ = ["Decoder", "paper_decoders", "decode_all", "run_sweep", "summarize"]
 
 
 def summarize(decoder: Decoder, beam: int, records: list[dict], refs: list[list[str]]) -> dict:

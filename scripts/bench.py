@@ -96,12 +96,14 @@ class PartTimer:
     def __init__(self, sync, decoder):
         from onmt.translate.beam_search import BeamSearchBase
 
-        from onmt_optimal.beam_search import CertifiedBeamSearch
+        from onmt_optimal.search.beam import Beam
 
         self.seconds = dict.fromkeys(self.PARTS, 0.0)
         self.sync = sync
-        for cls in (BeamSearchBase, CertifiedBeamSearch):
-            for name, part in (("_pick", "select"), ("_pick_one", "select"), ("advance", "step"),
+        from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
+
+        for cls in (BeamSearchBase, CertifiedBeamSearch, Beam):
+            for name, part in (("_pick", "select"), ("pick", "select"), ("advance", "step"),
                                ("update_finished", "finish")):
                 if name in cls.__dict__:  # a later PartTimer (next model) replaces the earlier one's wrapper
                     fn = cls.__dict__[name]
@@ -133,19 +135,16 @@ class PartTimer:
 
 
 def search_for(variant: str, reward: float, ratio: float):
-    from onmt.translate.beam_search import GNMTGlobalScorer
-
-    from onmt_optimal.options import SearchConfig
-    from onmt_optimal.scoring import BoundedWordReward, StockScore
-    from onmt_optimal.stopping import STOPPING_RULES
+    from onmt_optimal.opennmt.options import SearchConfig
+    from onmt_optimal.search.registry import STOPPING_RULES, scoring_rule
 
     if variant == "stock":
         return SearchConfig(stock=True, rules=[])
-    logprob = StockScore(GNMTGlobalScorer(0.0, 0.0, "none", "none"))
+    logprob = scoring_rule(length_penalty="none")
     rule = {
         "default": (logprob, STOPPING_RULES["default"]()),
         "optimal": (logprob, STOPPING_RULES["optimal"]()),
-        "optimal+r": (BoundedWordReward(reward, ratio), STOPPING_RULES["optimal"]()),
+        "optimal+r": (scoring_rule(length_penalty="none", reward=reward, ratio=ratio), STOPPING_RULES["optimal"]()),
     }[variant]
     return SearchConfig(stock=False, rules=[rule])  # statistics stay in memory (translator._stats)
 
@@ -259,7 +258,7 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
     cannot disturb it. ``time_it=False``: the counting pass only."""
     from tqdm import tqdm
 
-    from onmt_optimal.translator import ordered
+    from onmt_optimal.opennmt.translator import ordered
 
     rows = []
     configurations = [(batch, beam) for batch in batches for beam in beams]

@@ -14,5 +14,5 @@ torch.serialization.add_safe_globals([argparse.Namespace])
 
 from onmt.bin.translate import main  # noqa: E402
 
-assert "onmt_optimal.patch" not in sys.modules
+assert "onmt_optimal.opennmt.patch" not in sys.modules
 main()

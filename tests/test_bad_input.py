@@ -18,7 +18,7 @@ import torch
 
 import toy
 from onmt_optimal import __main__ as cli
-from onmt_optimal import _hook, install
+from onmt_optimal.opennmt import hook, install
 from onmt_optimal.text import unescape_moses
 
 BIN = Path(sys.executable).parent
@@ -145,7 +145,7 @@ def test_target_length_is_null_on_every_line_without_a_length_ratio(translate, t
                                        ("1", True), ("true", True), ("YES", True), ("on", True)])
 def test_only_a_true_value_of_onmt_optimal_disable_turns_the_plugin_off(monkeypatch, value, off):
     monkeypatch.setenv("ONMT_OPTIMAL_DISABLE", value)
-    assert _hook.disabled() is off
+    assert hook.disabled() is off
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ from float32 import score_tolerance
 from tiers import examples
 from onmt_optimal.exact_search import (STOP_NODE_BUDGET, STOP_OPTIMAL, STOP_TIME_BUDGET, OpenNMTScorer,
                                        exact_search, load_model, rescore)
-from onmt_optimal.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
+from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
 
 EOS = syn.EOS
 RULES = ["none", "avg", "wu", "reward", "wreward", "bp"]
@@ -53,7 +53,7 @@ class SyntheticScorer:
 
 def make_rule(name, alpha=1.0, reward=0.0, ratio=1.0):
     if name in ("none", "avg", "wu"):
-        return StockScore(syn.make_scorer(name, alpha))
+        return StockScore(name, alpha)
     if name == "reward":
         return BoundedWordReward(reward, ratio)
     if name == "wreward":
@@ -270,7 +270,7 @@ def test_adapter_log_probs_match_greedy_onmt_translate(oracle_model, short_src, 
     vocabs, model = loaded
     greedy = onmt_translate(our_worker, oracle_model, short_src, tmp_path / "greedy", "-beam_size", "1", "-length_penalty",
                             "none")
-    rule = StockScore(syn.make_scorer("none"))
+    rule = StockScore("none")
     for src_line, (tokens, score) in zip(short_src.read_text().splitlines(), greedy):
         scorer = OpenNMTScorer(model, vocabs, src_line.split())
         ids = scorer.token_ids(tokens) + [scorer.eos]
@@ -296,7 +296,7 @@ def test_oracle_is_never_below_onmt_translate_beam(oracle_model, short_src, load
     beam = onmt_translate(our_worker, oracle_model, short_src, tmp_path / "beam", "-beam_size", "5",
                           "-length_penalty", "none", "-stopping", "optimal", "-stats_file", str(stats), *flags)
     records = [json.loads(line) for line in stats.read_text().splitlines()]
-    rule = StockScore(syn.make_scorer("none")) if not flags else BoundedWordReward(1.0, 1.5)
+    rule = StockScore("none") if not flags else BoundedWordReward(1.0, 1.5)
     for src_line, (tokens, score), record in zip(short_src.read_text().splitlines(), beam, records):
         scorer = OpenNMTScorer(model, vocabs, src_line.split())
         assert scorer.src_len == record["src_length"]
@@ -333,6 +333,6 @@ def test_adapter_on_a_transformer_decoder(tmp_path):
     scorer = OpenNMTScorer(model, vocabs, "a b i c d".split())
     ids = [(7 * i) % (scorer.vocab_size - 4) + 4 for i in range(8)] + [scorer.eos]
     assert_matches_teacher_forcing(scorer, model, ids)
-    res = exact_search(scorer, StockScore(syn.make_scorer("none")), src_len=scorer.src_len, max_length=6,
+    res = exact_search(scorer, StockScore("none"), src_len=scorer.src_len, max_length=6,
                        eos=scorer.eos, max_nodes=2000)
     assert res.tokens is not None and res.stop_reason in (STOP_OPTIMAL, STOP_NODE_BUDGET)

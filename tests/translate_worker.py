@@ -141,7 +141,7 @@ def serve(stock: bool) -> None:
     from onmt.bin.translate import main
 
     if stock:
-        assert "onmt_optimal.patch" not in sys.modules
+        assert "onmt_optimal.opennmt.patch" not in sys.modules
     else:
         import onmt.translate.translator as t
 

@@ -1,7 +1,7 @@
 """Install ``onmt_optimal.pth`` into the environment's site-packages.
 
 A ``.pth`` file whose line starts with ``import`` runs at interpreter start; ours installs the post-import
-hook of ``onmt_optimal._hook``, which patches OpenNMT-py only when a process imports it. ``pip install .``
+hook of ``onmt_optimal.opennmt.hook``, which patches OpenNMT-py only when a process imports it. ``pip install .``
 ships the file inside the wheel; an editable install (``pip install -e .``) does not run our build step,
 so ``python -m onmt_optimal install-hook`` (run by ``make setup``) writes it.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 PTH_NAME = "onmt_optimal.pth"
 # one line, run by site.py at start-up; harmless if the package was uninstalled and the file left behind
-PTH_LINE = 'import sys; exec("try:\\n    import onmt_optimal._hook\\nexcept ImportError:\\n    pass")\n'
+PTH_LINE = 'import sys; exec("try:\\n    import onmt_optimal.opennmt.hook\\nexcept ImportError:\\n    pass")\n'
 
 
 def install_pth(site_packages: str | None = None) -> Path:

@@ -1,7 +1,7 @@
 """Post-import hook, run at interpreter start by ``onmt_optimal.pth``: patch OpenNMT-py when it is imported.
 
 Kept tiny and free of heavy imports, since every Python process of the environment loads it. When the module
-``onmt`` finishes executing, ``onmt_optimal.patch.apply`` runs; when ``onmt.bin.translate`` does,
+``onmt`` finishes executing, ``onmt_optimal.opennmt.patch.apply`` runs; when ``onmt.bin.translate`` does,
 ``apply_cli`` runs. Nothing happens in processes that never import OpenNMT-py. Set ``ONMT_OPTIMAL_DISABLE=1``
 to get stock OpenNMT-py in a process: only a true value (``1``, ``true``, ``yes``, ``on``, any case) disables
 it; ``0``, ``false``, ``no``, ``off`` or an empty value keep the plugin on.
@@ -28,7 +28,7 @@ class _PatchingLoader(importlib.abc.Loader):
             # on every run (and before every one-line error message) on a modern torch
             warnings.filterwarnings("ignore", category=FutureWarning, module=r"onmt(\.|$)")
         self._loader.exec_module(module)
-        from onmt_optimal import patch
+        from onmt_optimal.opennmt import patch
 
         getattr(patch, self._hook)()
 

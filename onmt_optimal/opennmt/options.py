@@ -12,8 +12,10 @@ import os
 import sys
 from dataclasses import dataclass
 
-from onmt_optimal.scoring import BOUNDS, BoundedWordReward, BPNorm, ScoringRule, StockScore, WordReward
-from onmt_optimal.stopping import STOPPING_RULES, StoppingRule
+from onmt_optimal.search import registry
+from onmt_optimal.search.registry import STOPPING_RULES
+from onmt_optimal.search.scoring import BOUNDS, ScoringRule
+from onmt_optimal.search.stopping import StoppingRule
 
 GROUP_TITLE = "Optimal stopping (onmt-optimal)"
 
@@ -152,17 +154,12 @@ def n_best_warning(opt) -> str | None:
 
 
 def scoring_rule(opt, global_scorer) -> ScoringRule:
-    """The scoring rule the (validated) options ask for."""
-    reward = getattr(opt, "length_reward", 0.0)
-    ratio = getattr(opt, "length_ratio", None)
-    bound = getattr(opt, "bound", "exact")
-    if getattr(opt, "bp_norm", False):
-        return BPNorm(ratio, bound)
-    if reward > 0:
-        return BoundedWordReward(reward, ratio) if ratio is not None else WordReward(reward)
-    if ratio is not None and not global_scorer.has_len_pen and not global_scorer.has_cov_pen:
-        return BoundedWordReward(0.0, ratio)  # raw log p; l is reported in the statistics
-    return StockScore(global_scorer, bound, ratio)
+    """The scoring rule the (validated) options ask for (``search.registry.scoring_rule``)."""
+    return registry.scoring_rule(
+        length_penalty=getattr(opt, "length_penalty", "none") if global_scorer.has_len_pen else "none",
+        alpha=global_scorer.alpha, coverage=global_scorer.has_cov_pen, reward=getattr(opt, "length_reward", 0.0),
+        ratio=getattr(opt, "length_ratio", None), bp_norm=getattr(opt, "bp_norm", False),
+        bound=getattr(opt, "bound", "exact"))
 
 
 def _check_writable(flag: str, path: str | None) -> None:

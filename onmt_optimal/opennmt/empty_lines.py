@@ -10,8 +10,6 @@ from __future__ import annotations
 from onmt.constants import CorpusTask, DefaultTokens
 from onmt.inputters import text_utils
 
-from onmt_optimal import patch
-
 PLACEHOLDER = DefaultTokens.UNK
 _pending: set = set()
 
@@ -52,5 +50,3 @@ def process_keeping_empty(task, bucket, **kwargs):
         out.append(by_key[key])
     return out or None
 
-
-patch.resume(__name__)  # finish patching OpenNMT-py if this module was the first to import it (patch.py)

@@ -8,7 +8,7 @@ issue #2583), (e) gives attention to the beam in the batch-first layout it expec
 3.5.1's input-feeding RNN decoder (the default ``decoder_type: rnn``) returns it time-first, so every option
 that needs attention (``-replace_unk``, ``-attn_debug``, ``-coverage_penalty``) crashes stock decoding of RNN
 models with an IndexError, (f) answers an empty ``-src`` file with an empty output (stock: UnboundLocalError),
-(g) opens ``-output`` only once the translation has begun (``patch.DeferredOutput``), (h) counts sentences
+(g) opens ``-output`` only once the translation has begun (``output.DeferredOutput``), (h) counts sentences
 translated for a progress bar (``progress``: a callable, or ``-progress`` for a tqdm bar on stderr) and (i)
 under the new flags reports the mean log-probability per token and the perplexity computed from it, and the
 active rule's mean score separately, instead of stock's ``PRED SCORE``/``PRED PPL`` (which would take a
@@ -26,9 +26,10 @@ import torch
 from onmt.decoders.decoder import InputFeedRNNDecoder
 from onmt.translate.translator import Translator
 
-from onmt_optimal import empty_lines, patch
-from onmt_optimal.beam_search import CertifiedBeamSearch
-from onmt_optimal.options import SearchConfig
+from onmt_optimal.opennmt import empty_lines
+from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
+from onmt_optimal.opennmt.options import SearchConfig
+from onmt_optimal.opennmt.output import DeferredOutput
 
 
 class CertifiedTranslator(Translator):
@@ -142,7 +143,7 @@ class CertifiedTranslator(Translator):
             if bar is not None:
                 self.progress = None
                 bar.close()
-        if isinstance(self.out_file, patch.DeferredOutput):
+        if isinstance(self.out_file, DeferredOutput):
             self.out_file.open()  # an input with no line leaves an empty output, as in stock
         search = getattr(self, "search", None)
         if search is not None and search.stats_file:
@@ -252,5 +253,3 @@ def _line_key(batch, i):
 def _line_order(key):
     return (str(key[0]), key[1])
 
-
-patch.resume(__name__)  # finish patching OpenNMT-py if this module was the first to import it (patch.py)
