@@ -104,8 +104,11 @@ def main() -> None:
     from onmt_optimal.session import Session
     from tqdm import tqdm
 
-    from onmt_optimal import sweep as sweep_module
     from onmt_optimal.sweep import Decoder, decode_all, paper_decoders, run_sweep, summarize
+    try:  # the search core's registry (onmt_optimal/search/), or its earlier place
+        from onmt_optimal.search.registry import STOPPING_RULES
+    except ImportError:
+        from onmt_optimal.stopping import STOPPING_RULES
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -126,7 +129,7 @@ def main() -> None:
     beams = parse_beams(args.beams)
     rewards = [float(r) for r in args.rewards.split(",")]
     decoders = paper_decoders(rewards)
-    if HISTORICAL in sweep_module.STOPPING_RULES:
+    if HISTORICAL in STOPPING_RULES:
         decoders.append(Decoder(HISTORICAL, HISTORICAL, "logprob"))
     args.fixed_beams = parse_beams(args.fixed_beams)
     args.steps_beams = parse_beams(args.steps_beams)
