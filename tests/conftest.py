@@ -36,10 +36,8 @@ settings.register_profile("full", deadline=None, suppress_health_check=[HealthCh
 settings.register_profile("fast", settings.get_profile("full"), max_examples=tiers.FAST_EXAMPLES)
 settings.load_profile("fast" if tiers.FAST else "full")
 
-# test modules, owned elsewhere, whose every test starts a process, and single tests that start one (their
-# owners may mark them @pytest.mark.slow instead)
+# test modules, owned elsewhere, whose every test starts a process (a single test says @pytest.mark.slow)
 SLOW_MODULES = {"test_make_report"}
-SLOW_TESTS = {"test_disable_zero_keeps_the_flags_in_a_real_process", "test_help_texts_and_unknown_commands"}
 
 
 def pytest_configure(config):
@@ -49,8 +47,7 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = item.module.__name__ if item.module else ""
-        name = getattr(item, "originalname", item.name)
-        if module in SLOW_MODULES or name in SLOW_TESTS or "toy_model" in getattr(item, "fixturenames", ()):
+        if module in SLOW_MODULES or "toy_model" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
     if tiers.FAST:
         slow = [item for item in items if "slow" in item.keywords]
