@@ -389,7 +389,10 @@ def table3_significance(test: dict | None, stats, why: str) -> str:
         f"b = {PAPER_B}, and minus the strongest other length fix on test (dev-tuned `default_avg`, "
         f"`shrinking_norm`, `shrinking_reward`, `optimal_reward`; chosen by test BLEU, the hardest rival). "
         f"Δ [95% interval of the difference over the same resamples]; p: sacrebleu's p-value (the smallest "
-        f"possible with 1000 resamples is 0.001); \"not resolved\" when p >= {ALPHA}.",
+        f"possible with 1000 resamples is 0.001); \"not resolved\" when p >= {ALPHA}. The interval (percentiles of "
+        f"the resampled differences) and the p-value (sacrebleu's test of |Δ| against the centred resampled "
+        f"|Δ|) are different constructions and can disagree at the margin (an interval touching 0 with p just "
+        f"below {ALPHA}); the verdicts use the p-value.",
         "",
         f"| decoder | b | r | test BLEU | Δ vs default b = {PAPER_B} | p | | strongest other length fix | Δ | p | |",
         "|---|---:|---:|---:|---:|---:|---|---|---:|---:|---|",
@@ -976,7 +979,7 @@ def recompute_section(test: dict | None, stats, results: Path | None = None) -> 
             "sacrebleu's command line from the committed outputs, from the repository root, after `make reproduce` "
             "has written the cleaned references (whitespace collapsed"
             + (", Moses escapes undone" if meta.get("unescape_moses") else "") + "):\n\n"
-            f"    sacrebleu {refs} -i {where(base['hyp'])} {where(mine['hyp'])} -m bleu -lc --paired-bs\n\n"
+            f"    sacrebleu {refs} -i {where(base['hyp'])} {where(mine['hyp'])} -m bleu -lc --force --paired-bs\n\n"
             "(1000 resamples and seed 12345 are sacrebleu's defaults; the first `-i` file is the baseline).\n")
 
 
