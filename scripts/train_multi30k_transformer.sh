@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduce models/multi30k-de-en-transformer (~10 s prep and vocab, about 30 min training on one CPU thread):
+# Reproduce models/multi30k-de-en-transformer (~10 s prep and vocab, 30-60 min training on one CPU thread):
 #   nohup scripts/train_multi30k_transformer.sh > work/multi30k-transformer-train.log 2>&1 &
 # DATA: the corpus folder (default ../shared/data/multi30k-de-en beside the repository).
 set -euo pipefail
