@@ -70,6 +70,7 @@ class CertifiedBeamSearch(BeamSearch):
         # the items that fell outside it
         finished = ~self.core.live.view(B, self.beam_size) if self.core.shrinks else eos
         self.topk_log_probs.masked_fill_(finished, FINISHED_MASK)
+        self._done_mask = done
         self._done = done.tolist()  # the one read on the host per step
         # the decode loop calls update_finished() only when this says an example is done
         self.is_finished_list = [[any(self._done)]]
@@ -150,25 +151,39 @@ class CertifiedBeamSearch(BeamSearch):
         step = self.alive_seq.shape[-1]
         leaving = [i for i, d in enumerate(done) if d]
         staying = [i for i, d in enumerate(done) if not d]
+        # the rows that stay, then those that leave, each in batch order, as device indices made on the device:
+        # a host-made index would be copied to the device, which waits for the device (a synchronization)
+        order = torch.sort(self._done_mask.to(torch.int8), stable=True).indices
         predictions = self.alive_seq.view(B_old, beam, step)
-        self._hand_over(leaving, self.core.answers(leaving, predictions[:, 0, 1:]))
+        answers = self.core.answers(leaving, predictions[:, 0, 1:], order[len(staying):] if staying else None)
+        self._hand_over(leaving, answers)
         if not staying:
             self.done = True
             return
-        B_new = len(staying)
-        rows = torch.tensor(staying)
-        attention = (
-            self.alive_attn.view(B_old, beam, step - 1, self.alive_attn.size(-1))
-            if self.alive_attn is not None
-            else None
-        )
-        self.remove_finished_batches(B_new, B_old, rows, predictions, attention, step)
-        self.core.keep(rows.to(self.topk_log_probs.device))
+        rows = order[: len(staying)]
+        self._keep(staying, rows, B_old, predictions, step)
+        self.core.keep(rows)
         if self.block_ngram_repeat > 0:  # the blocking state follows its paths (stock leaves it behind)
             self.forbidden_tokens = [self.forbidden_tokens[i * beam + j] for i in staying for j in range(beam)]
-        self.select_indices = self._batch_index.view(B_new * beam)
+        self.select_indices = self._batch_index.view(len(staying) * beam)
         self.src_len = self.src_len[self.select_indices]
         self.maybe_update_target_prefix(self.select_indices)
+
+    def _keep(self, staying, rows, B_old, predictions, step):
+        """Stock's ``remove_finished_batches`` with the rows that stay as a host list (for the host-side
+        ``_batch_offset``) and as a device tensor (for everything else)."""
+        beam = self.beam_size
+        self._batch_offset = self._batch_offset[staying]
+        self.topk_log_probs = self.topk_log_probs[rows]
+        self._batch_index = self._batch_index[rows]
+        self.alive_seq = predictions[rows].view(-1, self.alive_seq.size(-1))
+        if self.alive_attn is not None:
+            S = self.alive_attn.size(-1)
+            self.alive_attn = self.alive_attn.view(B_old, beam, step - 1, S)[rows].view(-1, step - 1, S)
+            if self._cov_pen:
+                self._coverage = self._coverage.view(B_old, beam, 1, S)[rows].view(-1, 1, S)
+                if self._stepwise_cov_pen:
+                    self._prev_penalty = self._prev_penalty[rows]
 
     def _hand_over(self, leaving, answers):
         """Give OpenNMT-py the answers of the examples at batch rows ``leaving``."""

@@ -165,16 +165,18 @@ class Beam:
         return torch.where(live.any(dim=1, keepdim=True), self._rule_codes, ALL_FINISHED)
 
     # ------------------------------------------------------------------ examples leave
-    def answers(self, rows: list[int], top_items: torch.Tensor) -> list[list[dict]]:
+    def answers(self, rows: list[int], top_items: torch.Tensor, index: torch.Tensor | None = None) -> list[list[dict]]:
         """The answers of the examples at batch rows ``rows`` (those ``step`` just said are done): per row, per
         rule, ``{"hypotheses": [(score, tokens), ...] (n_best, best first), "kept" (how many of them are
         distinct: the last one is repeated up to n_best), "steps", "stop_reason", "score",
         "log_prob", "length", "target_length", "src_length", "completed", "tokens"}`` (``tokens``: the 1-best
         without EOS; a hypothesis's token list keeps its EOS, as OpenNMT-py hands it on).
 
-        Everything crosses to the host in one transfer. ``top_items`` (B, t): the tokens of each beam's top
-        item, read only for an example whose every hypothesis scored -inf (it kept none): a second transfer
-        in that degenerate case alone."""
+        Everything crosses to the host in one transfer. ``index``: ``rows`` as a device tensor, if the caller
+        has one (else it is made here: a copy to the device, which waits for it on an accelerator); None
+        when every example leaves. ``top_items`` (B, t): the tokens of each beam's top item, read only for an
+        example whose every hypothesis scored -inf (it kept none): a second transfer in that degenerate case
+        alone."""
         B = self.src_len.shape[0]
         n, R, K = len(rows), len(self.rules), self.n_best
         kept = self.kept
@@ -186,7 +188,7 @@ class Beam:
         packed = torch.cat([kept.score.view(B, -1), kept.log_prob.view(B, -1), kept.steps.view(B, -1), *stop,
                             self.facts, kept.seq.view(B, -1)], dim=1)
         if n < B:
-            packed = packed[torch.tensor(rows, device=packed.device)]
+            packed = packed[torch.tensor(rows, device=packed.device) if index is None else index]
         packed = packed.tolist()
 
         T = kept.seq.shape[3]
