@@ -71,8 +71,10 @@ reproduce: setup
 
 # decoding speed and work per decoder call (aten ops; CUDA kernels, host syncs on a GPU) against stock OpenNMT-py,
 # side by side, on the first 200 dev sentences of each of BENCH_MODELS (scripts/bench.py --config names: tvsub,
-# multi30k, transformer); on 2 CPU cores about 40 min per model. Writes benchmarks/RESULTS.md and .json on
-# the CPU, benchmarks/RESULTS-gpu.md and .json where CUDA is (or BENCH_ARGS='--gpu 0 --out benchmarks/RESULTS-gpu.md').
+# multi30k, transformer). On 2 CPU cores, one thread: about 45 min for tvsub, 2-3 h for the transformer (3.5x
+# slower per sentence; BENCH_MODELS=tvsub for the LSTM alone); minutes on a GPU. Writes benchmarks/RESULTS.md
+# and .json on the CPU, benchmarks/RESULTS-gpu.md and .json where CUDA is (or BENCH_ARGS='--gpu 0 --out
+# benchmarks/RESULTS-gpu.md').
 # The fast proxy, under a minute: scripts/bench.py --count-only --lines 50 --beams 10 --batches 32
 BENCH_MODELS ?= tvsub,transformer
 bench: setup
