@@ -10,6 +10,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tiers import examples
+
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
 from synthetic import BOS, EOS, PAD, SyntheticModel
 
@@ -39,7 +41,7 @@ def walk(model, rule, prefix, log_prob, T, src_len, ancestors, checked):
             walk(model, rule, prefix + (tok,), lp, T, src_len, ancestors + [bound], checked)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rule=st.sampled_from(["none", "avg", "wu", "reward", "wreward", "bp"]),
     seed=st.integers(0, 10**6),

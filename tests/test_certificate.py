@@ -13,6 +13,8 @@ import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tiers import examples
+
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StockScore, WordReward
 from onmt_optimal.search.stopping import STOPPING_RULES
@@ -20,7 +22,7 @@ from onmt_optimal.search.top_k import TopK
 from synthetic import (BOS, EOS, PAD, UNK, SyntheticModel, best_of, make_scorer, reference_beam,
                        reference_score, reference_shrinking, run_strategy)
 
-SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 RULES = ["none", "avg", "wu", "reward", "wreward", "bp"]
 

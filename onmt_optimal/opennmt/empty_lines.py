@@ -14,6 +14,12 @@ PLACEHOLDER = DefaultTokens.UNK
 _pending: set = set()
 
 
+def forget() -> None:
+    """Drop every mark: a translation that ended early (an error mid-input) must not leave marks for the next
+    one in a long-lived process (``Session``, the sweep). Called as each translation begins."""
+    _pending.clear()
+
+
 def mark(key) -> None:
     _pending.add(key)
 

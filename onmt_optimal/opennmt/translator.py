@@ -130,6 +130,7 @@ class CertifiedTranslator(Translator):
     def _translate(self, infer_iter, transform=None, attn_debug=False, align_debug=False, phrase_table=""):
         self._stats = {}
         self._rule_results = {}
+        empty_lines.forget()  # before the first batch is read
         batches = _Peeked(infer_iter)
         bar = self._progress_bar()
         try:
