@@ -1,0 +1,79 @@
+"""Where the aten ops of a decoder call go: per source function, stock OpenNMT-py's search against ours.
+
+    python scripts/op_breakdown.py --src dev50.zh -- -config configs/tvsub-zh-en/translate.yaml -batch_size 32
+        -beam_size 10 -length_penalty none
+
+Decodes ``--src`` once untimed, then once under ``torch.profiler`` (with stacks) for each of ``--variants``
+(``stock`` or a ``-stopping`` name, log-probability), and prints the aten events per decoder call (one call of
+the translator's ``_decode_and_generate``), grouped by the innermost OpenNMT-py or onmt-optimal function that
+issued them. ``--torch-topk`` puts ``torch.topk`` in place of the CPU's two-pass top-k, as on an accelerator.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def breakdown(session, src: str, variant: str) -> tuple[int, collections.Counter]:
+    import torch
+
+    from onmt_optimal.opennmt.options import SearchConfig
+    from onmt_optimal.search.registry import STOPPING_RULES, scoring_rule
+
+    translator = session.translator
+    translator.search = (SearchConfig(stock=True, rules=[]) if variant == "stock"
+                         else SearchConfig(stock=False, rules=[(scoring_rule(), STOPPING_RULES[variant]())]))
+    session.infer(src)  # warm
+    calls = [0]
+    inner = translator._decode_and_generate
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return inner(*args, **kwargs)
+
+    translator._decode_and_generate = counted
+    config = torch._C._profiler._ExperimentalConfig(verbose=True)
+    try:
+        with torch.profiler.profile(with_stack=True, experimental_config=config) as prof:
+            session.infer(src)
+    finally:
+        translator._decode_and_generate = inner
+    where = collections.Counter()
+    for event in prof.events():
+        if not event.name.startswith("aten::"):
+            continue
+        frames = [f for f in event.stack if ("onmt_optimal" in f or "onmt/" in f) and "torch/" not in f]
+        where[frames[0].split("site-packages/")[-1].replace(str(ROOT) + "/", "") if frames else "(other)"] += 1
+    return calls[0], where
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--src", required=True, help="source lines (already clean)")
+    parser.add_argument("--variants", default="stock,optimal", help="stock and/or -stopping names")
+    parser.add_argument("--top", type=int, default=20, help="functions listed per variant")
+    parser.add_argument("--torch-topk", action="store_true", help="torch.topk for every top-k, as on a GPU")
+    parser.add_argument("translate_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    import torch
+
+    from onmt_optimal.search import top_k
+    from onmt_optimal.session import Session
+
+    if args.torch_topk:
+        top_k.TopK.__call__ = lambda self, scores, k: torch.topk(scores, k, dim=1)
+    session = Session([a for a in args.translate_args if a != "--"])
+    for variant in args.variants.split(","):
+        calls, where = breakdown(session, args.src, variant)
+        print(f"{variant}: {calls} decoder calls, {sum(where.values()) / calls:.1f} aten ops per call")
+        for name, n in where.most_common(args.top):
+            print(f"  {n / calls:7.1f}  {name}")
+
+
+if __name__ == "__main__":
+    main()
