@@ -276,7 +276,7 @@ def test_shrinking_beam_on_a_hand_built_case(rule, expected):
 @given(cases(rules=("none",)), st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.3, 3.0]), min_size=1, max_size=4))
 def test_many_rules_in_one_decode_answer_as_separate_decodes(case, rewards):
     """The sweep's premise: rules that share the beam can be evaluated from a single decode."""
-    grid = [("none", "default", 0.0), ("none", "optimal", 0.0), ("bp", "optimal", 0.0),
+    grid = [("none", "default", 0.0), ("none", "opennmt2017", 0.0), ("none", "optimal", 0.0), ("bp", "optimal", 0.0),
             ("wreward", "optimal", 0.7)] + [("reward", "optimal", r) for r in rewards]
     model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
     examples = list(range(case["batch"]))
@@ -313,3 +313,30 @@ def test_ngram_blocking_follows_its_paths(case, block, stop):
         assert alone.search_stats[0] == together.search_stats[b]
     if stop == "optimal":
         assert answers(together) == answers(decode(case, "exhaustive"))
+
+
+def test_opennmt2017_answers_the_top_item_where_3_5_1_answers_the_best_collected():
+    # step 1: beam [a (.6), EOS (.3)]: "" completes at rank 1 (log .3 = -1.20); step 2: "a EOS" (log .24 = -1.43)
+    # is the top item and completes: both rules stop; 3.5.1 returns the best collected (""), early 2017 the top
+    # item ("a"): the gap of the paper's Fig. 1
+    answers_of = {}
+    for stop in ("default", "opennmt2017"):
+        strategy = build("none", stop, 2, 1, 1, 10)
+        run_strategy(strategy, TableModel(), [0], [3])
+        answers_of[stop] = (strategy.predictions[0][0].tolist(), strategy.search_stats[0]["steps"])
+    assert answers_of["default"] == ([EOS], 2)
+    assert answers_of["opennmt2017"] == ([4, EOS], 2)
+
+
+@SETTINGS
+@given(cases(rules=("none",)))
+def test_opennmt2017_stops_with_default_on_the_step_s_top_item(case):
+    """With n_best 1 both rules stop where the top item of the beam completes; early 2017 answers that item (it
+    ended at the stopping step, or is the top item at max_length), which never beats 3.5.1's best collected."""
+    case = dict(case, n_best=1)
+    old, new = decode(case, "opennmt2017"), decode(case, "default")
+    for b in range(case["batch"]):
+        assert old.search_stats[b]["steps"] == new.search_stats[b]["steps"]
+        assert old.scores[b][0] <= new.scores[b][0]
+        pred = old.predictions[b][0].tolist()
+        assert len(pred) == old.search_stats[b]["steps"]  # it ended at the stopping step (EOS or max_length)

@@ -43,7 +43,9 @@ def add_options(parser) -> None:
         "hypothesis scores at least the best bound any live item could still reach; returns the best "
         "hypotheses the beam could ever complete. 'exhaustive': never stop early (to max_length or until "
         "no live item is left); the reference the certificate is checked against. 'shrinking': RNNsearch's "
-        "shrinking beam (each completed hypothesis removes one beam slot; stop when none is left).",
+        "shrinking beam (each completed hypothesis removes one beam slot; stop when none is left). "
+        "'opennmt2017': historical, OpenNMT-py's search of early 2017 that the paper compared against (stop when "
+        "the top item of the beam completes and return that item, keeping no earlier completion).",
     )
     group.add(
         "--length_reward",

@@ -59,6 +59,7 @@ class Beam:
         self.top_k = top_k
         self.shrinks = rules[0][1].shrinks
         self._reads_length = any(score.reads_length for score, _ in rules)
+        self._top_only = [stop.top_only for _, stop in rules]
 
     # ------------------------------------------------------------------ a batch begins
     def start(self, src_len: torch.Tensor, max_length: int, dtype=torch.float) -> None:
@@ -79,6 +80,11 @@ class Beam:
         self.n_completed = torch.zeros(B, dtype=torch.long, device=device)
         self.width = torch.full((B,), beam, dtype=torch.long, device=device) if self.shrinks else None
         self._slots = torch.arange(beam, device=device)
+        #: (1, R, beam) which items each rule collects when they complete: all, or only the top one
+        self._collectable = None
+        if any(self._top_only):
+            self._collectable = torch.stack([self._slots == 0 if top else self._slots >= 0
+                                             for top in self._top_only]).unsqueeze(0)
         self._offsets = torch.arange(0, B * beam, beam, device=device).unsqueeze(1)  # (B, 1) first row
         self._vocab = None  # (V as a 0-d tensor, V)
         #: several rules: per example and rule, the step it stopped at (0 while running), why, and with how
@@ -129,6 +135,8 @@ class Beam:
         else:
             finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)
             collect = completed.unsqueeze(1) & (self.stop_step == 0).unsqueeze(2)
+        if self._collectable is not None:
+            collect = collect & self._collectable
         self.kept.merge(collect, finals, log_prob, t, seq, attn)
         counts = completed.sum(dim=1)
         self.n_completed.add_(counts)

@@ -50,6 +50,8 @@ class StoppingRule:
     shrinks = False
     #: does ``done`` read ``best_bound`` (else the search need not compute bounds)?
     needs_bound = True
+    #: does the rule keep only the beam's top item of a step as a hypothesis (else every completed item)?
+    top_only = False
 
     def done(self, view: StopView) -> torch.Tensor:
         raise NotImplementedError
@@ -114,4 +116,27 @@ class Shrinking(StoppingRule):
         return view.width <= 0
 
 
-STOPPING_RULES = {rule.name: rule for rule in (TopFinished, OptimalityCertificate, Exhaustive, Shrinking)}
+class OpenNMT2017(StoppingRule):
+    """OpenNMT-py's search of early 2017, the paper's baseline (its Fig. 1): stop at the first step whose top item
+    of the beam is completed, and answer that very item; nothing completed at an earlier step is kept.
+
+    OpenNMT-py from its first commit to feadbadb (2017-08-20), e.g. 89c31773 (2017-04-20): ``onmt/Beam.py``
+    sets ``done`` when the top item just selected ends in EOS (:79-81) and returns the final beam sorted by score
+    (``sortBest``, :85-86); it stores no completed hypothesis. At ``max_length`` the answer is the top item of
+    the last beam. The collected list of 3.5.1 (``TopFinished``) came with 3052e389 and 128ea527 (2017-08).
+
+    An approximation, which shares the ordinary beam (so the sweep decodes it for free): that beam is 3.5.1's,
+    where a completed item leaves and its slot refills, while in 2017 it stayed in the beam and was extended
+    past its EOS (OpenNMT-py cut the text at the first EOS). The two differ only where such extensions took
+    slots or rose to the top. With ``-n_best`` above 1 it repeats its one answer."""
+
+    name = "opennmt2017"
+    reason = "top_finished"
+    needs_bound = False
+    top_only = True
+
+    def done(self, view: StopView) -> torch.Tensor:
+        return view.top_finished
+
+
+STOPPING_RULES = {rule.name: rule for rule in (TopFinished, OptimalityCertificate, Exhaustive, Shrinking, OpenNMT2017)}
