@@ -1,6 +1,6 @@
 """The one place where OpenNMT-py 3.5.1 is changed. Every change is a substitution of a module attribute.
 
-``apply()`` (idempotent), called when ``onmt`` is first imported (see ``_hook``) or explicitly:
+``apply()`` (idempotent), called when ``onmt`` is first imported (see ``hook``) or explicitly:
 
 * ``torch.load`` safety: allow ``argparse.Namespace``, the only non-tensor global in an OpenNMT checkpoint, so
   checkpoints load on torch >= 2.6 with ``weights_only`` left on;

@@ -56,9 +56,7 @@ class StepView:
 
 
 class ScoringRule:
-    """Base class: a rule is a pair (final score, upper bound on the final score of any continuation).
-
-    Contract: ``bound`` is above -inf wherever ``log_prob`` is (``CertifiedBeamSearch._quiet_step``)."""
+    """Base class: a rule is a pair (final score, upper bound on the final score of any continuation)."""
 
     name = "abstract"
     #: True when ``bound`` is a proof (admissible), so a stop on it is certified

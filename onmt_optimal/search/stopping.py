@@ -37,9 +37,7 @@ class StopView:
 
 
 class StoppingRule:
-    """Contract: ``done`` is False for an example that holds no completed hypothesis, completes none at this
-    step, and has a live item whose bound is above -inf (the search skips the rules on such steps, see
-    ``CertifiedBeamSearch._quiet_step``)."""
+    """Base class: ``done(view)`` says, per example, whether the rule is done with it after this step."""
 
     name = "abstract"
     #: reason reported in the statistics when this rule ends an example
