@@ -59,7 +59,6 @@ class Beam:
         self.top_k = top_k
         self.shrinks = rules[0][1].shrinks
         self._reads_length = any(score.reads_length for score, _ in rules)
-        self._top_only = [stop.top_only for _, stop in rules]
 
     # ------------------------------------------------------------------ a batch begins
     def start(self, src_len: torch.Tensor, max_length: int, dtype=torch.float) -> None:
@@ -82,9 +81,9 @@ class Beam:
         self._slots = torch.arange(beam, device=device)
         #: (1, R, beam) which items each rule collects when they complete: all, or only the top one
         self._collectable = None
-        if any(self._top_only):
-            self._collectable = torch.stack([self._slots == 0 if top else self._slots >= 0
-                                             for top in self._top_only]).unsqueeze(0)
+        if any(stop.top_only for _, stop in self.rules):
+            self._collectable = torch.stack([self._slots == 0 if stop.top_only else self._slots >= 0
+                                             for _, stop in self.rules]).unsqueeze(0)
         self._offsets = torch.arange(0, B * beam, beam, device=device).unsqueeze(1)  # (B, 1) first row
         self._vocab = None  # (V as a 0-d tensor, V)
         #: several rules: per example and rule, the step it stopped at (0 while running), why, and with how
@@ -95,8 +94,9 @@ class Beam:
             self.stop_code = torch.zeros((B, R), dtype=torch.long, device=device)
             self.stop_completed = torch.zeros((B, R), dtype=torch.long, device=device)
         #: the code of a stop by the rule itself: its own reason, or a heuristic bound's; (1, R) on the device
-        self._own_codes = [PREDICTED if stop.certified and not score.bound_is_proof else RULE for score, stop in self.rules]
-        self._rule_codes = torch.tensor([self._own_codes], device=device)
+        self._rule_codes = torch.tensor(
+            [[PREDICTED if stop.certified and not score.bound_is_proof else RULE for score, stop in self.rules]],
+            device=device)
 
     # ------------------------------------------------------------------ one step
     def pick(self, scores: torch.Tensor):
@@ -189,7 +189,7 @@ class Beam:
         n, R, K = len(rows), len(self.rules), self.n_best
         kept = self.kept
         if R == 1:  # the rule stops with its example, at this step: why depends on whether items are live
-            stop = [self.n_completed.view(B, 1), self.live.view(B, self.beam_size).any(1, keepdim=True)]
+            stop = [self.n_completed.view(B, 1), self._codes(self._at_max, self.live.view(B, self.beam_size))]
         else:
             stop = [torch.stack([self.stop_step, self.stop_code, self.stop_completed], dim=2).view(B, -1)]
         # one float32 row per example (token ids and counts are exact in float32, below 2^24)
@@ -205,8 +205,7 @@ class Beam:
             score, log_prob, steps = row[:R * K], row[R * K:2 * R * K], row[2 * R * K:3 * R * K]
             at = 3 * R * K
             if R == 1:
-                completed, some_live = row[at:at + 2]
-                code = MAX_LENGTH if self._at_max else self._own_codes[0] if some_live else ALL_FINISHED
+                completed, code = row[at:at + 2]
                 stop, at = [self._t, code, completed], at + 2
             else:
                 stop, at = row[at:at + 3 * R], at + 3 * R
