@@ -18,6 +18,7 @@ from onmt_optimal.search.scoring import BOUNDS, ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
 
 GROUP_TITLE = "Optimal stopping (onmt-optimal)"
+RAY_GROUP_TITLE = "Many workers (onmt-optimal, Ray)"
 
 
 class OptionError(ValueError):
@@ -98,6 +99,39 @@ def add_options(parser) -> None:
         action="store_true",
         help="Show a progress bar on stderr (tqdm): sentences translated out of the lines of -src. Changes "
         "nothing else (stock search stays stock).",
+    )
+    ray = parser.add_argument_group(
+        RAY_GROUP_TITLE,
+        "Spread -src over several processes, GPUs or machines with Ray (pip install 'onmt-optimal[ray]'). The "
+        "output and -stats_file are those of one process, byte for byte: each worker decodes exactly the batches "
+        "one process would (onmt_optimal/distributed).",
+    )
+    ray.add(
+        "--ray_workers",
+        "-ray_workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="Decode with N Ray actors, each loading the model once (on its own GPU with -gpu); 0: in this "
+        "process. Without -ray_address a local Ray is started on this machine.",
+    )
+    ray.add(
+        "--ray_address",
+        "-ray_address",
+        default=None,
+        metavar="ADDR",
+        help="Join this Ray cluster (e.g. 10.0.0.1:6379, or 'auto') instead of starting a local one. -model, "
+        "and the files its config names, must be readable at the same paths on every node (relative paths from "
+        "this directory); -src is read here and sent to the workers.",
+    )
+    ray.add(
+        "--ray_gpus_per_worker",
+        "-ray_gpus_per_worker",
+        type=float,
+        default=None,
+        metavar="G",
+        help="GPUs each worker reserves with -gpu (default 1; 0.5 puts two workers on one GPU). Ray picks the "
+        "GPU; the worker decodes on it whatever -gpu says.",
     )
 
 
@@ -199,6 +233,7 @@ def validate(opt) -> None:
     _check_readable("-src", getattr(opt, "src", None))
     _check_writable("-stats_file", getattr(opt, "stats_file", None))
     _check_writable("-output", getattr(opt, "output", None))
+    validate_workers(opt)
     stopping = getattr(opt, "stopping", "default")
     reward = getattr(opt, "length_reward", 0.0)
     ratio = getattr(opt, "length_ratio", None)
@@ -240,3 +275,59 @@ def validate(opt) -> None:
                                   or getattr(opt, "stepwise_penalty", False)):
         raise OptionError("-stopping optimal needs a score that never rises as a hypothesis grows; "
                           "a coverage penalty can, so use -coverage_penalty none")
+
+
+RAY_INSTALL = "pip install 'onmt-optimal[ray]' (or pip install ray==2.60.0)"
+
+
+def uses_new_flags(opt) -> bool:
+    """True when any onmt-optimal flag other than -progress is set."""
+    return (getattr(opt, "stopping", "default") != "default" or getattr(opt, "length_reward", 0.0) != 0
+            or getattr(opt, "bp_norm", False) or bool(getattr(opt, "stats_file", None))
+            or getattr(opt, "ray_workers", 0) != 0)
+
+
+def validate_workers(opt) -> None:
+    """-ray_workers and its companions, and OpenNMT-py's own -world_size, which onmt-optimal's flags refuse.
+
+    OpenNMT-py 3.5.1's ``-world_size N`` inference (``InferenceEnginePY``, ``spawned_infer``) starts N processes
+    that each initialise a torch.distributed group (NCCL by default) and each decode the *whole* input with the
+    whole model (or, under ``-parallel_mode tensor_parallel``, a slice of it), every one writing ``-output``
+    and, with our flags, ``-stats_file``: it does not split a corpus. So with our flags it is refused, and
+    ``-ray_workers`` is what splits one."""
+    workers = getattr(opt, "ray_workers", 0) or 0
+    world_size = getattr(opt, "world_size", 1) or 1
+    if world_size > 1 and uses_new_flags(opt):
+        raise OptionError(
+            f"-world_size {world_size} is not supported with onmt-optimal's flags (OpenNMT-py 3.5.1 runs every "
+            f"process over the whole input, each writing -output): use -ray_workers {world_size} instead "
+            f"(with -gpu 0 for one GPU per worker)")
+    if workers < 0:
+        raise OptionError(f"-ray_workers must be a number >= 0 (got {workers})")
+    gpus = getattr(opt, "ray_gpus_per_worker", None)
+    if workers == 0:
+        if getattr(opt, "ray_address", None) or gpus is not None:
+            flag = "-ray_address" if getattr(opt, "ray_address", None) else "-ray_gpus_per_worker"
+            raise OptionError(f"{flag} needs -ray_workers N (N >= 1)")
+        return
+    if gpus is not None and (math.isnan(gpus) or gpus < 0):
+        raise OptionError(f"-ray_gpus_per_worker must be a number >= 0 (got {gpus})")
+    on_gpu = getattr(opt, "gpu", -1) >= 0
+    if gpus is not None and gpus > 0 and not on_gpu:
+        raise OptionError("-ray_gpus_per_worker needs -gpu 0 (each worker decodes on the GPU Ray gives it)")
+    if on_gpu and gpus == 0:
+        raise OptionError("-gpu with -ray_gpus_per_worker 0: drop -gpu to decode on CPU workers")
+    refused = [(getattr(opt, "random_sampling_topk", 0) != 0 or getattr(opt, "random_sampling_topp", 0.0) != 0,
+                "random sampling (-random_sampling_topk/-random_sampling_topp) draws from one random stream "
+                "across the whole input, which workers cannot share"),
+               (bool(getattr(opt, "tgt", None)), "-tgt (gold scores)"),
+               (getattr(opt, "attn_debug", False), "-attn_debug (printed per sentence, by each worker)"),
+               (getattr(opt, "align_debug", False), "-align_debug (printed per sentence, by each worker)"),
+               (getattr(opt, "verbose", False), "-verbose (printed per sentence, by each worker)")]
+    for refused_here, what in refused:
+        if refused_here:
+            raise OptionError(f"-ray_workers does not take {what}: run it in one process (drop -ray_workers)")
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise OptionError(f"-ray_workers needs Ray, which is not installed: {RAY_INSTALL}")

@@ -20,7 +20,8 @@ when ``onmt`` finishes importing, which may be in the middle of importing one of
 ours imports OpenNMT-py first). So no module of the package imports this one back: no import cycle.
 
 ``apply_cli()`` wraps ``onmt.bin.translate.main`` so those errors end the command with a one-line message and a
-non-zero exit status instead of a traceback.
+non-zero exit status instead of a traceback, and ``onmt.bin.translate.translate`` so that ``-ray_workers N``
+runs on Ray (``onmt_optimal.distributed``; the workers run ``apply`` first, handed to them as a function).
 """
 from __future__ import annotations
 
@@ -158,3 +159,26 @@ def apply_cli() -> None:
 
     main._onmt_optimal = True
     cli.main = main
+    cli.translate = _dispatching(cli.translate)
+
+
+def _dispatching(stock_translate):
+    """``onmt.bin.translate.translate`` (looked up by ``main`` at call time) that hands a run with
+    ``-ray_workers N`` to the Ray driver, after OpenNMT-py's and our validation, so a bad flag, an unreadable
+    -src or an -output in a missing directory is refused before Ray starts."""
+
+    @functools.wraps(stock_translate)
+    def translate(opt):
+        if not getattr(opt, "ray_workers", 0):
+            return stock_translate(opt)
+        from onmt.utils.parse import ArgumentParser
+
+        ArgumentParser.validate_translate_opts(opt)
+        ArgumentParser._get_all_transform_translate(opt)
+        ArgumentParser._validate_transforms_opts(opt)
+        ArgumentParser.validate_translate_opts_dynamic(opt)
+        from onmt_optimal.distributed.translate import run
+
+        run(opt, prepare=apply)
+
+    return translate

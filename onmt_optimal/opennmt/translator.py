@@ -182,20 +182,27 @@ class CertifiedTranslator(Translator):
         decoded = [s for s in self._stats.values() if s["stop_reason"] != "empty_source"]
         if not decoded:
             return super()._report_score(name, score_total, nb_sentences)
-        log_prob = sum(s["log_prob"] for s in decoded)
-        tokens = sum(s["length"] + 1 for s in decoded)
-        per_token = log_prob / tokens
-        try:
-            ppl = math.exp(-per_token)
-        except OverflowError:
-            ppl = float("inf")
-        score = sum(s["score"] for s in decoded) / len(decoded)
         rule = search.scoring
         label = rule.describe() if hasattr(rule, "describe") else type(rule).__name__
-        self._log(f"PRED LOG-PROB PER TOKEN: {per_token:.4f}, PRED PPL: {ppl:.2f} (from log-probabilities, EOS "
-                  f"counted; {tokens} tokens) NB SENTENCES: {nb_sentences}")
-        return (f"PRED MEAN SCORE: {score:.4f} per sentence, of the search's score {label} "
-                f"(mean log-probability per sentence: {log_prob / len(decoded):.4f})")
+        first, second = search_report(sum(s["log_prob"] for s in decoded), sum(s["length"] + 1 for s in decoded),
+                                      sum(s["score"] for s in decoded), len(decoded), nb_sentences, label)
+        self._log(first)
+        return second
+
+
+def search_report(log_prob: float, tokens: int, score: float, decoded: int, nb_sentences: int,
+                  label: str) -> list[str]:
+    """The two closing lines under new flags, from sums over the ``decoded`` sentences (empty source lines left
+    out): log-probability, tokens (EOS counted) and the search's score. Also written by the Ray driver."""
+    per_token = log_prob / tokens
+    try:
+        ppl = math.exp(-per_token)
+    except OverflowError:
+        ppl = float("inf")
+    return [f"PRED LOG-PROB PER TOKEN: {per_token:.4f}, PRED PPL: {ppl:.2f} (from log-probabilities, EOS "
+            f"counted; {tokens} tokens) NB SENTENCES: {nb_sentences}",
+            f"PRED MEAN SCORE: {score / decoded:.4f} per sentence, of the search's score {label} "
+            f"(mean log-probability per sentence: {log_prob / decoded:.4f})"]
 
 
 class _Peeked:

@@ -1,0 +1,236 @@
+"""``onmt_translate -ray_workers N``: the driver.
+
+``run(opt)`` takes options already parsed and validated as ``onmt_translate`` does them (``patch.apply_cli``
+calls it) and writes what one process writes: ``-output`` line for line, ``-stats_file`` (at the end, in
+input order, as ``CertifiedTranslator`` writes it) and the closing ``PRED`` lines on OpenNMT-py's logger.
+
+Order and faults: the driver keeps at most ``WINDOW`` buckets in flight, each cut into N parts (N workers); the
+actors (``worker.TranslateWorker``) take parts as they fall idle (``ray.util.ActorPool``). A bucket is
+written once all its parts are back, buckets in order. Actors are created with ``max_restarts`` and
+``max_task_retries``: a worker that dies is started again (it reloads the model) and the call it was running
+is re-run from the start; a part's result is a function of its bucket alone and reaches only the driver, so
+the redone part replaces nothing and duplicates nothing (``plan.merge`` checks every line comes back once).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+
+from onmt_optimal.distributed import plan
+from onmt_optimal.distributed.cluster import Cluster
+
+#: buckets whose parts may be in flight at once (bounds the driver's memory on a corpus of millions of lines)
+WINDOW = 2
+#: how often one worker may die and be restarted, and one part be re-run, before the run fails
+RESTARTS = 3
+#: actor names start with this (``ray.util.list_named_actors``)
+NAME_PREFIX = "onmt-optimal-translate"
+
+
+def gpus_per_worker(opt) -> float:
+    gpus = getattr(opt, "ray_gpus_per_worker", None)
+    if gpus is not None:
+        return float(gpus)
+    return 1.0 if getattr(opt, "gpu", -1) >= 0 else 0.0
+
+
+def threads() -> int:
+    """Intra-op threads of each worker: those this process's torch would use (``OMP_NUM_THREADS``, else the
+    cores). A CPU decode's float32 results depend on that count (the scores' last bits; translations do not
+    change), so the workers use the count one process would, and each reserves as many CPUs (a GPU worker
+    one)."""
+    import torch
+
+    return max(1, torch.get_num_threads())
+
+
+def cpus_per_worker(opt) -> int:
+    return 1 if gpus_per_worker(opt) > 0 else threads()
+
+
+def run(opt, prepare=None, progress=None) -> dict:
+    """Translate ``opt.src`` with ``opt.ray_workers`` Ray actors; write ``opt.output`` and ``opt.stats_file``.
+
+    ``prepare`` is run first in each worker (``patch.apply``); ``progress``, if given, is called with the
+    number of sentences done so far (all workers) while the run goes on. Returns ``{"sentences", "redone"}``:
+    lines translated and parts that ran more than once (workers lost)."""
+    from onmt.utils.logging import init_logger
+
+    logger = init_logger(opt.log_file)
+    search, label = _search(opt)
+    total = plan.count_lines(opt.src)
+    start = time.time()
+    bar = _bar(opt, total)
+    sums = {"score": 0.0, "sentences": 0, "log_prob": 0.0, "tokens": 0, "rule_score": 0.0, "decoded": 0}
+    redone = 0
+    stats_tmp = tempfile.TemporaryFile("w+", encoding="utf-8") if search.stats_file else None
+    out = None
+    try:
+        if total > 0:
+            workers = opt.ray_workers
+            gpus = gpus_per_worker(opt)
+            with Cluster(getattr(opt, "ray_address", None), workers, gpus, cpus_per_worker(opt)) as ray:
+                report = _report_to(progress, bar)
+                out, redone = _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report)
+        if out is None:
+            out = _open_output(opt.output)  # an input with no line leaves an empty output, as in one process
+    finally:
+        if bar is not None:
+            bar.close()
+        if out is not None:
+            out.close()
+    if stats_tmp is not None:
+        stats_tmp.seek(0)
+        with open(search.stats_file, "w", encoding="utf-8") as f:
+            for chunk in iter(lambda: stats_tmp.read(1 << 20), ""):
+                f.write(chunk)
+        stats_tmp.close()
+    for line in _report_lines(search, label, sums):
+        logger.info(line)
+    if getattr(opt, "report_time", False):
+        logger.info("Total translation time (s): %.1f" % (time.time() - start))
+    return {"sentences": sums["sentences"], "redone": redone}
+
+
+def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report):
+    from ray.util import ActorPool
+
+    from onmt_optimal.distributed.progress import Progress
+    from onmt_optimal.distributed.worker import TranslateWorker
+
+    name = f"{NAME_PREFIX}-{uuid.uuid4().hex[:8]}"
+    remote = ray.remote(TranslateWorker)
+    actors = [remote.options(num_cpus=cpus_per_worker(opt), num_gpus=gpus, max_restarts=RESTARTS,
+                             max_task_retries=RESTARTS, name=f"{name}-{i}")
+              .remote(opt, os.getcwd(), prepare, gpus > 0, threads())
+              for i in range(workers)]
+    tracker = ray.remote(Progress).options(num_cpus=0).remote() if report is not None else None
+    out = None
+    try:
+        errors = [e for e in ray.get([a.ready.remote() for a in actors]) if e is not None]
+        if errors:
+            raise errors[0]
+        pool = ActorPool(actors)
+        pending: dict = {}  # bucket index -> [Bucket, results]
+        source = plan.buckets(opt.src)
+        next_write = 0
+        exhausted = False
+        while True:
+            while not exhausted and len(pending) < WINDOW:
+                bucket = next(source, None)
+                if bucket is None:
+                    exhausted = True
+                    break
+                ref = ray.put(bucket.data)
+                pending[bucket.index] = [bucket, []]
+                for part in range(workers):  # (the ref travels with the value: a queued submit runs later)
+                    pool.submit(lambda actor, v: actor.translate.remote(v[0], v[1], v[0][1], workers, tracker),
+                                ((bucket.index, part), ref))
+            if not pending:
+                break
+            while next_write in pending and len(pending[next_write][1]) == workers:
+                bucket, results = pending.pop(next_write)
+                if out is None:
+                    out = _open_output(opt.output)
+                _write(bucket, results, out, stats_tmp, sums)
+                next_write += 1
+                if report is not None:
+                    report(sums["sentences"])
+            if not pending:
+                continue
+            try:
+                result = pool.get_next_unordered(timeout=0.5)
+            except TimeoutError:
+                if tracker is not None:
+                    report(ray.get(tracker.snapshot.remote())[0])
+                continue
+            pending[result["key"][0]][1].append(result)
+        starts = ray.get(tracker.snapshot.remote())[1] if tracker is not None else None
+        if report is not None:
+            report(sums["sentences"])
+        redone = (starts - (next_write * workers)) if starts is not None else 0
+        return out, redone
+    except BaseException:
+        if out is not None:
+            out.close()
+        raise
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+        if tracker is not None:
+            ray.kill(tracker)
+
+
+def _write(bucket, results, out, stats_tmp, sums) -> None:
+    score_total = 0.0
+    for result in sorted(results, key=lambda r: r["key"]):
+        score_total += result["score_total"]
+    sums["score"] += score_total
+    for i, (text, record) in enumerate(plan.merge(bucket.lines, results)):
+        out.write(text)
+        if record is not None:
+            if stats_tmp is not None:
+                stats_tmp.write(json.dumps(dict(line=bucket.first_line + i + 1, **record)) + "\n")
+            if record["stop_reason"] != "empty_source":
+                sums["log_prob"] += record["log_prob"]
+                sums["tokens"] += record["length"] + 1
+                sums["rule_score"] += record["score"]
+                sums["decoded"] += 1
+    out.flush()
+    sums["sentences"] += bucket.lines
+
+
+def _open_output(path):
+    """``-output`` as OpenNMT-py opens it (``codecs.open(path, "w+", "utf-8")``: no newline translation)."""
+    return open(path, "w", encoding="utf-8", newline="")
+
+
+def _search(opt):
+    """The search the options select (``SearchConfig``), and its score's label, without loading a model."""
+    from onmt.translate import GNMTGlobalScorer
+
+    from onmt_optimal.opennmt.options import SearchConfig
+
+    search = SearchConfig.from_opt(opt, GNMTGlobalScorer.from_opt(opt))
+    rule = search.scoring
+    label = None if rule is None else (rule.describe() if hasattr(rule, "describe") else type(rule).__name__)
+    return search, label
+
+
+def _report_lines(search, label, sums) -> list[str]:
+    """The closing lines one process logs (``CertifiedTranslator._report_score``; stock's without new flags)."""
+    from onmt.translate.translator import Translator
+
+    from onmt_optimal.opennmt.translator import search_report
+
+    n = sums["sentences"]
+    if search.stock or n == 0 or sums["decoded"] == 0:
+        return [Translator._report_score(None, "PRED", sums["score"], n)]
+    return search_report(sums["log_prob"], sums["tokens"], sums["rule_score"], sums["decoded"], n, label)
+
+
+def _bar(opt, total):
+    if not getattr(opt, "progress", False):
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="sent", desc="translating", file=sys.stderr, dynamic_ncols=True)
+
+
+def _report_to(progress, bar):
+    """One callable taking the sentences done so far, feeding ``progress`` and the bar; None if nobody listens."""
+    if progress is None and bar is None:
+        return None
+
+    def report(done: int) -> None:
+        if bar is not None and done != bar.n:
+            bar.n = done
+            bar.refresh()
+        if progress is not None:
+            progress(done)
+
+    return report
