@@ -1,4 +1,5 @@
-"""OpenNMT-py's ``BeamSearch`` driven by the search core (``onmt_optimal.search.beam.Beam``).
+"""OpenNMT-py's ``BeamSearch`` driven by the search core (``onmt_optimal.search.beam.Beam``), through
+``onmt_optimal.lineage.CoreDriven`` (what the OpenNMT-py and eole adapters share).
 
 OpenNMT-py keeps what belongs to its options: the candidate scores (minimum length, banned ``<unk>``, length
 penalty, n-gram blocking, forced target prefix, coverage penalty), the tokens and attention of every item
@@ -28,14 +29,11 @@ from __future__ import annotations
 import torch
 from onmt.translate.beam_search import BeamSearch
 
-from onmt_optimal.search.beam import Beam
+from onmt_optimal.lineage import FINISHED_MASK, STATS, CoreDriven  # noqa: F401 (re-exported)
 from onmt_optimal.search.top_k import TopK, top_k
 
-#: OpenNMT-py's mask for completed items (beam_search.py); their children never outrank a real item
-FINISHED_MASK = -65504.0
 
-
-class CertifiedBeamSearch(BeamSearch):
+class CertifiedBeamSearch(CoreDriven, BeamSearch):
     """``onmt.translate.BeamSearch`` with the rules ``rules=[(scoring, stopping), ...]`` (the first answers to
     OpenNMT-py). After decoding, ``search_stats[b]`` holds the first rule's statistics for example ``b``
     (``steps``, ``stop_reason``, ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``,
@@ -43,37 +41,16 @@ class CertifiedBeamSearch(BeamSearch):
 
     def __init__(self, *args, rules: list, top_k: TopK = top_k, **kwargs):
         super().__init__(*args, **kwargs)
-        self.core = Beam(rules, self.beam_size, self.n_best, self.eos, self.pad, top_k)
-        self._exact_log_prob = any(stop.certified for _, stop in rules)
-        self.search_stats = [None] * self.batch_size
-        self.rule_results = [None] * self.batch_size
+        self._init_core(rules, self.eos, top_k)
 
     def initialize(self, enc_out, src_len, src_map=None, device=None, target_prefix=None):
         out = super().initialize(enc_out, src_len, src_map, device, target_prefix)
-        dev = self.topk_log_probs.device
-        self.core.start(src_len.to(device=dev), self.max_length, self.topk_log_probs.dtype)
+        self._start_core(src_len)
         return out
 
-    # ------------------------------------------------------------------ one step
-    def advance(self, log_probs, attn):
-        B = log_probs.shape[0] // self.beam_size
-        sums = self._expand(log_probs, attn)
-        t = len(self) - 1  # tokens generated, this step's included
-        log_prob = self._exact_log_prob_of(sums, t)
-        eos = self.topk_ids.eq(self.eos)
-        seq = self.alive_seq.view(B, self.beam_size, t + 1)[:, :, 1:]
-        items_attn = None
-        if self.alive_attn is not None and self.return_attention:
-            items_attn = self.alive_attn.view(B, self.beam_size, t, self.alive_attn.shape[-1])
-        done = self.core.step(t, self.select_indices, eos, log_prob, self.topk_scores, seq, items_attn)
-        # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam, do
-        # the items that fell outside it
-        finished = ~self.core.live.view(B, self.beam_size) if self.core.shrinks else eos
-        self.topk_log_probs.masked_fill_(finished, FINISHED_MASK)
-        self._done_mask = done
-        self._done = done.tolist()  # the one read on the host per step
-        # the decode loop calls update_finished() only when this says an example is done
-        self.is_finished_list = [[any(self._done)]]
+    # ------------------------------------------------------------------ one step (the rest: CoreDriven.advance)
+    def _eos_mask(self):
+        return self.topk_ids.eq(self.eos)
 
     def _expand(self, log_probs, attn):
         """OpenNMT-py's step (``BeamSearchBase.advance`` of 3.5.1, statement for statement) but for three things:
@@ -130,79 +107,3 @@ class CertifiedBeamSearch(BeamSearch):
             return None
         flat_ids = self.select_indices * vocab_size + self.topk_ids.view(-1)  # log_probs now holds the sums
         return log_probs.view(-1).gather(0, flat_ids).view(_B, self.beam_size)
-
-    def _exact_log_prob_of(self, sums, t):
-        """The exact cumulative log p of each chosen item, (B, beam). Under a length penalty ``sums`` holds the
-        sums (see ``_expand``); stock's ``topk_log_probs`` (score * penalty) may be a few ulps off them."""
-        if sums is None:
-            return self.topk_log_probs  # score * 1.0: already exact (masked only at the end of this step)
-        log_prob = sums
-        if self._exact_log_prob:
-            penalty = self.global_scorer.length_penalty(t + 1, alpha=self.global_scorer.alpha)
-            untouched = self.topk_scores == log_prob / penalty
-            log_prob = torch.where(untouched, log_prob, self.topk_log_probs)
-            self.topk_log_probs = log_prob.clone()
-        return log_prob
-
-    # ------------------------------------------------------------------ examples leave the batch
-    def update_finished(self):
-        done, beam = self._done, self.beam_size
-        B_old = len(done)
-        step = self.alive_seq.shape[-1]
-        leaving = [i for i, d in enumerate(done) if d]
-        staying = [i for i, d in enumerate(done) if not d]
-        # the rows that stay, then those that leave, each in batch order, as device indices made on the device:
-        # a host-made index would be copied to the device, which waits for the device (a synchronization)
-        order = torch.sort(self._done_mask.to(torch.int8), stable=True).indices
-        predictions = self.alive_seq.view(B_old, beam, step)
-        answers = self.core.answers(leaving, predictions[:, 0, 1:], order[len(staying):] if staying else None)
-        self._hand_over(leaving, answers)
-        if not staying:
-            self.done = True
-            return
-        rows = order[: len(staying)]
-        self._keep(staying, rows, B_old, predictions, step)
-        self.core.keep(rows)
-        if self.block_ngram_repeat > 0:  # the blocking state follows its paths (stock leaves it behind)
-            self.forbidden_tokens = [self.forbidden_tokens[i * beam + j] for i in staying for j in range(beam)]
-        self.select_indices = self._batch_index.view(len(staying) * beam)
-        self.src_len = self.src_len[self.select_indices]
-        self.maybe_update_target_prefix(self.select_indices)
-
-    def _keep(self, staying, rows, B_old, predictions, step):
-        """Stock's ``remove_finished_batches`` with the rows that stay as a host list (for the host-side
-        ``_batch_offset``) and as a device tensor (for everything else)."""
-        beam = self.beam_size
-        self._batch_offset = self._batch_offset[staying]
-        self.topk_log_probs = self.topk_log_probs[rows]
-        self._batch_index = self._batch_index[rows]
-        self.alive_seq = predictions[rows].view(-1, self.alive_seq.size(-1))
-        if self.alive_attn is not None:
-            S = self.alive_attn.size(-1)
-            self.alive_attn = self.alive_attn.view(B_old, beam, step - 1, S)[rows].view(-1, step - 1, S)
-            if self._cov_pen:
-                self._coverage = self._coverage.view(B_old, beam, 1, S)[rows].view(-1, 1, S)
-                if self._stepwise_cov_pen:
-                    self._prev_penalty = self._prev_penalty[rows]
-
-    def _hand_over(self, leaving, answers):
-        """Give OpenNMT-py the answers of the examples at batch rows ``leaving``."""
-        kept_attn = self.core.kept.attn
-        batch_of = self._batch_offset.tolist()  # a host tensor in OpenNMT-py
-        for row, per_rule in zip(leaving, answers):
-            b = batch_of[row]
-            first = per_rule[0]
-            for k, (score, tokens) in enumerate(first["hypotheses"]):
-                self.scores[b].append(score)
-                self.predictions[b].append(torch.tensor(tokens, dtype=torch.long))
-                if kept_attn is None:
-                    self.attention[b].append([])
-                else:
-                    k = min(k, first["kept"] - 1) if first["kept"] else 0
-                    self.attention[b].append(kept_attn[row, 0, k, : len(tokens), : first["src_length"]])
-            self.search_stats[b] = {key: first[key] for key in STATS}
-            self.rule_results[b] = [{key: result[key] for key in (*STATS, "tokens")} for result in per_rule]
-
-
-#: the per-sentence statistics (``-stats_file``), in this order
-STATS = ("steps", "stop_reason", "score", "log_prob", "length", "target_length", "src_length", "completed")

@@ -1,0 +1,153 @@
+"""What the two adapters share: ``search.Beam`` driven from a ``BeamSearch`` of OpenNMT's lineage.
+
+OpenNMT-py 3.5.1 (``onmt/translate/beam_search.py``) and eole 0.6.4 (``eole/predict/beam_search.py``) keep the same
+beam state (``alive_seq``, ``alive_attn``, ``topk_log_probs``, ``topk_scores``, ``topk_ids``, ``select_indices``,
+``_batch_index``, ``_batch_offset``, ``forbidden_tokens``, the coverage state) and the same decode-loop protocol:
+``initialize``; per step ``advance(log_probs, attn)``, then ``update_finished()`` when ``is_finished_list`` says
+an item finished, after which the loop reorders the model state by ``select_indices`` and stops on ``done``.
+
+``CoreDriven`` is the part of the adapted ``BeamSearch`` that does not depend on the toolkit: after the toolkit's
+own step (its candidate scores and its bookkeeping of the chosen items, ``_expand``), the core collects the
+completed hypotheses and applies every rule; ``update_finished`` hands the leaving examples' answers to the
+toolkit and drops their rows, and nothing else of the beam is read on the host. A toolkit's class mixes it in
+before its own ``BeamSearch`` and supplies:
+
+* ``_expand(log_probs, attn)``: its step statement for statement, with ``self.core.pick`` choosing the beam; returns
+  the chosen items' sums ``log p`` (B, beam) under a length penalty, else None;
+* ``_eos_mask()``: (B, beam) bool, the chosen items whose token ends a hypothesis;
+* optionally ``_answered(b, tokens)``: called once per n-best answer handed over (eole counts text tokens).
+
+Invariant: ``is_finished_list`` is ``[[True]]`` exactly when some example is done (the one host read per step),
+and ``update_finished`` then removes exactly those examples, keeping the others in batch order.
+"""
+from __future__ import annotations
+
+import torch
+
+from onmt_optimal.search.beam import Beam
+from onmt_optimal.search.top_k import TopK, top_k
+
+#: the toolkits' mask for completed items (beam_search.py); their children never outrank a real item
+FINISHED_MASK = -65504.0
+
+#: the per-sentence statistics (``stats_file``), in this order
+STATS = ("steps", "stop_reason", "score", "log_prob", "length", "target_length", "src_length", "completed")
+
+
+class CoreDriven:
+    """Mixin for a ``BeamSearch`` of OpenNMT's lineage; see the module docstring. After decoding,
+    ``search_stats[b]`` holds the first rule's statistics for example ``b`` and ``rule_results[b][r]`` the same
+    for rule ``r`` plus its 1-best ``tokens``."""
+
+    def _init_core(self, rules: list, eos: int, top_k: TopK = top_k) -> None:
+        self.core = Beam(rules, self.beam_size, self.n_best, eos, self.pad, top_k)
+        self._exact_log_prob = any(stop.certified for _, stop in rules)
+        self.search_stats = [None] * self.batch_size
+        self.rule_results = [None] * self.batch_size
+
+    def _start_core(self, src_len: torch.Tensor) -> None:
+        """Once the toolkit's ``initialize`` has made ``topk_log_probs``: ``src_len`` (B,) is each example's |x|."""
+        dev = self.topk_log_probs.device
+        self.core.start(src_len.to(device=dev), self.max_length, self.topk_log_probs.dtype)
+
+    # ------------------------------------------------------------------ one step
+    def advance(self, log_probs, attn):
+        B = log_probs.shape[0] // self.beam_size
+        sums = self._expand(log_probs, attn)
+        t = len(self) - 1  # tokens generated, this step's included
+        log_prob = self._exact_log_prob_of(sums, t)
+        eos = self._eos_mask()
+        seq = self.alive_seq.view(B, self.beam_size, t + 1)[:, :, 1:]
+        items_attn = None
+        if self.alive_attn is not None and self.return_attention:
+            items_attn = self.alive_attn.view(B, self.beam_size, t, self.alive_attn.shape[-1])
+        done = self.core.step(t, self.select_indices, eos, log_prob, self.topk_scores, seq, items_attn)
+        # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam, do
+        # the items that fell outside it
+        finished = ~self.core.live.view(B, self.beam_size) if self.core.shrinks else eos
+        self.topk_log_probs.masked_fill_(finished, FINISHED_MASK)
+        self._done_mask = done
+        self._done = done.tolist()  # the one read on the host per step
+        # the decode loop calls update_finished() only when this says an example is done
+        self.is_finished_list = [[any(self._done)]]
+
+    def _exact_log_prob_of(self, sums, t):
+        """The exact cumulative log p of each chosen item, (B, beam). Under a length penalty ``sums`` holds the
+        sums (see ``_expand``); stock's ``topk_log_probs`` (score * penalty) may be a few ulps off them."""
+        if sums is None:
+            return self.topk_log_probs  # score * 1.0: already exact (masked only at the end of this step)
+        log_prob = sums
+        if self._exact_log_prob:
+            penalty = self.global_scorer.length_penalty(t + 1, alpha=self.global_scorer.alpha)
+            untouched = self.topk_scores == log_prob / penalty
+            log_prob = torch.where(untouched, log_prob, self.topk_log_probs)
+            self.topk_log_probs = log_prob.clone()
+        return log_prob
+
+    # ------------------------------------------------------------------ examples leave the batch
+    def update_finished(self):
+        done, beam = self._done, self.beam_size
+        B_old = len(done)
+        step = self.alive_seq.shape[-1]
+        leaving = [i for i, d in enumerate(done) if d]
+        staying = [i for i, d in enumerate(done) if not d]
+        # the rows that stay, then those that leave, each in batch order, as device indices made on the device:
+        # a host-made index would be copied to the device, which waits for the device (a synchronization)
+        order = torch.sort(self._done_mask.to(torch.int8), stable=True).indices
+        predictions = self.alive_seq.view(B_old, beam, step)
+        answers = self.core.answers(leaving, predictions[:, 0, 1:], order[len(staying):] if staying else None)
+        self._hand_over(leaving, answers)
+        if not staying:
+            self.done = True
+            return
+        rows = order[: len(staying)]
+        self._keep(staying, rows, B_old, predictions, step)
+        self.core.keep(rows)
+        if self.block_ngram_repeat > 0:  # the blocking state follows its paths (stock leaves it behind)
+            self.forbidden_tokens = [self.forbidden_tokens[i * beam + j] for i in staying for j in range(beam)]
+        self.select_indices = self._batch_index.view(len(staying) * beam)
+        self.src_len = self.src_len[self.select_indices]
+        self.maybe_update_target_prefix(self.select_indices)
+
+    def _keep(self, staying, rows, B_old, predictions, step):
+        """Stock's ``remove_finished_batches`` with the rows that stay as a host list (for the host-side
+        ``_batch_offset``) and as a device tensor (for everything else)."""
+        beam = self.beam_size
+        self._batch_offset = self._batch_offset[staying]
+        self.topk_log_probs = self.topk_log_probs[rows]
+        self._batch_index = self._batch_index[rows]
+        self.alive_seq = predictions[rows].view(-1, self.alive_seq.size(-1))
+        if self.alive_attn is not None:
+            S = self.alive_attn.size(-1)
+            self.alive_attn = self.alive_attn.view(B_old, beam, step - 1, S)[rows].view(-1, step - 1, S)
+            if self._cov_pen:
+                self._coverage = self._coverage.view(B_old, beam, 1, S)[rows].view(-1, 1, S)
+                if self._stepwise_cov_pen:
+                    self._prev_penalty = self._prev_penalty[rows]
+
+    def _hand_over(self, leaving, answers):
+        """Give the toolkit the answers of the examples at batch rows ``leaving``."""
+        kept_attn = self.core.kept.attn
+        batch_of = self._batch_offset.tolist()  # a host tensor in both toolkits
+        for row, per_rule in zip(leaving, answers):
+            b = batch_of[row]
+            per_rule = [self._fix_answer(result) for result in per_rule]
+            first = per_rule[0]
+            for k, (score, tokens) in enumerate(first["hypotheses"]):
+                self.scores[b].append(score)
+                self.predictions[b].append(torch.tensor(tokens, dtype=torch.long))
+                if kept_attn is None:
+                    self.attention[b].append([])
+                else:
+                    k = min(k, first["kept"] - 1) if first["kept"] else 0
+                    self.attention[b].append(kept_attn[row, 0, k, : len(tokens), : first["src_length"]])
+                self._answered(b, tokens)
+            self.search_stats[b] = {key: first[key] for key in STATS}
+            self.rule_results[b] = [{key: result[key] for key in (*STATS, "tokens")} for result in per_rule]
+
+    def _answered(self, b: int, tokens: list) -> None:
+        """Hook: one n-best answer of example ``b`` was handed over."""
+
+    def _fix_answer(self, result: dict) -> dict:
+        """Hook: adjust one rule's answer before it is handed over (e.g. for other end tokens)."""
+        return result
