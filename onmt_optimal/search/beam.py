@@ -75,8 +75,8 @@ class Beam:
         #: (B * beam,) bool: the item holds a real live prefix; each beam starts from its first item
         self.live = torch.arange(B * beam, device=device) % beam == 0
         self.kept = Kept.empty(B, R, K, max_length, self.pad, dtype, device)
-        #: (B,) completed hypotheses so far (the statistics; ``TopFinished`` and ``Shrinking`` read it)
-        self.n_completed = torch.zeros(B, dtype=torch.long, device=device)
+        #: (B, beam) completed hypotheses so far, counted per slot (one operation a step; ``n_completed`` sums)
+        self.completions = torch.zeros((B, beam), dtype=torch.long, device=device)
         self.width = torch.full((B,), beam, dtype=torch.long, device=device) if self.shrinks else None
         self._slots = torch.arange(beam, device=device)
         #: (1, R, beam) which items each rule collects when they complete: all, or only the top one
@@ -129,19 +129,20 @@ class Beam:
         view = StepView(log_prob=log_prob, out_len=t - eos.long() if self._reads_length else None,
                         src_len=self.src_len, step=t, max_length=self.max_length, stock_score=stock_score)
         R = len(self.rules)
+        finals = [score.final(view) for score, _ in self.rules]
+        score_is_log_prob = all(final is log_prob for final in finals)
         if R == 1:
-            finals = self.rules[0][0].final(view).unsqueeze(1)
-            collect = completed.unsqueeze(1)
+            finals = finals[0].view(B, 1, beam)
+            collect = completed.view(B, 1, beam)
         else:
-            finals = torch.stack([score.final(view) for score, _ in self.rules], dim=1)
+            finals = torch.stack(finals, dim=1)
             collect = completed.unsqueeze(1) & (self.stop_step == 0).unsqueeze(2)
         if self._collectable is not None:
             collect = collect & self._collectable
-        self.kept.merge(collect, finals, log_prob, t, seq, attn)
-        counts = completed.sum(dim=1)
-        self.n_completed.add_(counts)
+        self.kept.merge(collect, finals, log_prob, t, seq, attn, score_is_log_prob)
+        self.completions += completed
         if self.shrinks:
-            self.width.sub_(counts)
+            self.width.sub_(completed.sum(dim=1))
         self.live = live.view(-1)
         self._t, self._at_max = t, at_max
 
@@ -155,15 +156,21 @@ class Beam:
         code = self._codes(at_max, live).expand(B, R)
         self.stop_step = torch.where(newly, t, self.stop_step)
         self.stop_code = torch.where(newly, code, self.stop_code)
-        self.stop_completed = torch.where(newly, self.n_completed.unsqueeze(1), self.stop_completed)
+        self.stop_completed = torch.where(newly, self.n_completed().unsqueeze(1), self.stop_completed)
         return (self.stop_step > 0).all(dim=1)
+
+    def n_completed(self) -> torch.Tensor:
+        """(B,) completed hypotheses so far, per example."""
+        return self.completions.sum(dim=1)
 
     def _done(self, r: int, view: StepView, live, completed) -> torch.Tensor:
         score, stop = self.rules[r]
         bound = None
         if stop.needs_bound:
             bound = torch.where(live, score.bound(view), neg_inf(view.log_prob)).amax(dim=1)
-        return stop.done(StopView(completed=completed, n_completed=self.n_completed, kept_score=self.kept.score[:, r],
+        kept = self.kept.score
+        kept = kept.view(kept.shape[0], -1) if len(self.rules) == 1 else kept[:, r]
+        return stop.done(StopView(completed=completed, completions=self.completions, kept_score=kept,
                                   best_bound=bound, width=self.width, n_best=self.n_best))
 
     def _codes(self, at_max: bool, live) -> torch.Tensor:
@@ -189,12 +196,12 @@ class Beam:
         n, R, K = len(rows), len(self.rules), self.n_best
         kept = self.kept
         if R == 1:  # the rule stops with its example, at this step: why depends on whether items are live
-            stop = [self.n_completed.view(B, 1), self._codes(self._at_max, self.live.view(B, self.beam_size))]
+            stop = [self.n_completed().view(B, 1), self._codes(self._at_max, self.live.view(B, self.beam_size))]
         else:
             stop = [torch.stack([self.stop_step, self.stop_code, self.stop_completed], dim=2).view(B, -1)]
         # one float32 row per example (token ids and counts are exact in float32, below 2^24)
-        packed = torch.cat([kept.score.view(B, -1), kept.log_prob.view(B, -1), kept.steps.view(B, -1), *stop,
-                            self.facts, kept.seq.view(B, -1)], dim=1)
+        log_probs = [] if kept.log_prob is None else [kept.log_prob.view(B, -1)]  # else the scores
+        packed = torch.cat([kept.score.view(B, -1), *log_probs, *stop, self.facts, kept.seq.view(B, -1)], dim=1)
         if n < B:
             packed = packed[torch.tensor(rows, device=packed.device) if index is None else index]
         packed = packed.tolist()
@@ -202,8 +209,8 @@ class Beam:
         T = kept.seq.shape[3]
         out = []
         for j, row in enumerate(packed):
-            score, log_prob, steps = row[:R * K], row[R * K:2 * R * K], row[2 * R * K:3 * R * K]
-            at = 3 * R * K
+            score = row[:R * K]
+            log_prob, at = (score, R * K) if not log_probs else (row[R * K:2 * R * K], 2 * R * K)
             if R == 1:
                 completed, code = row[at:at + 2]
                 stop, at = [self._t, code, completed], at + 2
@@ -218,7 +225,7 @@ class Beam:
                     i = r * K + k
                     if score[i] == NEG_INF:
                         break
-                    tokens = [int(x) for x in seq[i * T:i * T + int(steps[i])]]
+                    tokens = _tokens(seq[i * T:(i + 1) * T], self.eos)
                     hyps.append((score[i], log_prob[i], tokens))
                 n_kept = len(hyps)
                 if not hyps:  # every hypothesis scored -inf: answer the top item
@@ -254,10 +261,17 @@ class Beam:
         self.src_len = self.facts[:, 0]
         self.live = self.live.view(-1, beam)[rows].view(-1)
         self.kept = self.kept.select(rows)
-        self.n_completed = self.n_completed[rows]
+        self.completions = self.completions[rows]
         if self.width is not None:
             self.width = self.width[rows]
         if self.stop_step is not None:
             self.stop_step = self.stop_step[rows]
             self.stop_code = self.stop_code[rows]
             self.stop_completed = self.stop_completed[rows]
+
+
+def _tokens(row: list[float], eos: int) -> list[int]:
+    """A kept hypothesis's tokens from its padded row: up to its EOS, which ends it, or the whole row (it was
+    completed at ``max_length``: no other item completes without an EOS)."""
+    end = row.index(eos) + 1 if eos in row else len(row)
+    return [int(x) for x in row[:end]]

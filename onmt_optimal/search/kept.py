@@ -36,9 +36,12 @@ def neg_inf(like: torch.Tensor) -> torch.Tensor:
 @dataclass
 class Kept:
     score: torch.Tensor  # (B, R, K) float: the rule's final score, -inf for an empty place
-    log_prob: torch.Tensor  # (B, R, K) float: log p(y|x)
-    steps: torch.Tensor  # (B, R, K) float: tokens the hypothesis has, EOS included (the step it completed at)
-    seq: torch.Tensor  # (B, R, K, T) long: its tokens, padded
+    #: (B, R, K) float: log p(y|x); None while every rule's score has been the log-probability itself (the
+    #: paper's Section 3 setting), when ``score`` holds it: two operations a step fewer
+    log_prob: torch.Tensor | None
+    #: (B, R, K, T) long: its tokens, padded. Its length needs no tensor of its own: the tokens run up to the
+    #: first EOS, which ends a hypothesis, or fill all ``T`` (a hypothesis completed at ``max_length``)
+    seq: torch.Tensor
     pad: int = 0  # the padding token of ``seq``
     attn: torch.Tensor | None = None  # (B, R, K, T, S) float: its attention, when the decode tracks attention
 
@@ -46,24 +49,31 @@ class Kept:
     def empty(cls, B: int, R: int, K: int, T: int, pad: int, dtype, device) -> "Kept":
         return cls(
             score=torch.full((B, R, K), NEG_INF, dtype=dtype, device=device),
-            log_prob=torch.full((B, R, K), NEG_INF, dtype=dtype, device=device),
-            steps=torch.zeros((B, R, K), dtype=dtype, device=device),  # exact as a float: T < 2^24
+            log_prob=None,
             seq=torch.full((B, R, K, T), pad, dtype=torch.long, device=device),
             pad=pad,
         )
 
-    def merge(self, completed, score, log_prob, t: int, seq, attn=None) -> None:
+    @property
+    def log_probs(self) -> torch.Tensor:
+        """(B, R, K): log p(y|x) of every kept hypothesis."""
+        return self.score if self.log_prob is None else self.log_prob
+
+    def merge(self, completed, score, log_prob, t: int, seq, attn=None, score_is_log_prob: bool = False) -> None:
         """Merge the hypotheses completed at step ``t``.
 
         ``completed`` (B, R, beam) bool: which items each rule collects; ``score`` (B, R, beam): their final
-        scores under each rule; ``log_prob`` (B, beam); ``seq`` (B, beam, t) tokens; ``attn`` (B, beam, t, S)."""
+        scores under each rule; ``log_prob`` (B, beam); ``seq`` (B, beam, t) tokens; ``attn`` (B, beam, t, S);
+        ``score_is_log_prob``: every rule's ``score`` is ``log_prob`` itself (not kept twice)."""
         if attn is not None and (self.attn is None or self.attn.shape[-1] != attn.shape[-1]):
             B, R, K, T = self.seq.shape
             self.attn = attn.new_zeros((B, R, K, T, attn.shape[-1]))
+        if not score_is_log_prob and self.log_prob is None:
+            self.log_prob = self.score.clone()  # what it has been so far
         if self.score.shape[2] == 1:
-            self._merge_best(completed, score, log_prob, t, seq, attn)
+            self._merge_best(completed, score, None if score_is_log_prob else log_prob, t, seq, attn)
         else:
-            self._merge_sorted(completed, score, log_prob, t, seq, attn)
+            self._merge_sorted(completed, score, None if score_is_log_prob else log_prob, t, seq, attn)
 
     def _merge_best(self, completed, score, log_prob, t, seq, attn) -> None:
         """The ``K = 1`` merge in few tensor operations (each costs a kernel launch on a GPU): the best
@@ -72,11 +82,11 @@ class Kept:
         best, arg = torch.where(completed, score, neg_inf(score)).max(dim=2, keepdim=True)  # (B, R, 1)
         update = best > self.score  # a tie keeps the earlier hypothesis
         self.score = torch.where(update, best, self.score)
-        self.log_prob = torch.where(update, _per_rule(log_prob, R).gather(2, arg), self.log_prob)
-        self.steps.masked_fill_(update, t)
-        chosen = _per_rule(seq, R).gather(2, arg.unsqueeze(3).expand(B, R, 1, t))  # (B, R, 1, t)
-        kept = self.seq.narrow(3, 0, t)
-        kept.copy_(torch.where(update.unsqueeze(3), chosen, kept))
+        if log_prob is not None:
+            self.log_prob = torch.where(update, _per_rule(log_prob, R).gather(2, arg), self.log_prob)
+        chosen = _per_rule(seq, R).gather(2, arg.view(B, R, 1, 1).expand(B, R, 1, t))  # (B, R, 1, t)
+        kept = self.seq[..., :t] if t < self.seq.shape[3] else self.seq
+        torch.where(update.view(B, R, 1, 1), chosen, kept, out=kept)
         if attn is not None:
             S = attn.shape[3]
             chosen = _per_rule(attn, R).gather(2, arg.view(B, R, 1, 1, 1).expand(B, R, 1, t, S))
@@ -96,8 +106,8 @@ class Kept:
             index = order.view(B, R, K, *([1] * (joined.dim() - 3))).expand(B, R, K, *joined.shape[3:])
             return joined.gather(2, index)
 
-        self.log_prob = merged(self.log_prob, log_prob)
-        self.steps = merged(self.steps, torch.full_like(log_prob, t))
+        if log_prob is not None:
+            self.log_prob = merged(self.log_prob, log_prob)
         self.seq = merged(self.seq, torch.nn.functional.pad(seq, (0, T - t), value=self.pad))
         if attn is not None:
             self.attn = merged(self.attn, torch.nn.functional.pad(attn, (0, 0, 0, T - t)))
@@ -105,10 +115,10 @@ class Kept:
     def select(self, rows: torch.Tensor) -> "Kept":
         """The hypotheses of the examples at ``rows`` (a long tensor), in that order."""
         pick = lambda x: None if x is None else x[rows]  # noqa: E731
-        return Kept(pick(self.score), pick(self.log_prob), pick(self.steps), pick(self.seq), self.pad,
-                    pick(self.attn))
+        return Kept(pick(self.score), pick(self.log_prob), pick(self.seq), self.pad, pick(self.attn))
 
 
 def _per_rule(x: torch.Tensor, R: int) -> torch.Tensor:
     """``(B, beam, ...)`` -> ``(B, R, beam, ...)``: every rule sees the same items (a view, no copy)."""
-    return x.unsqueeze(1) if R == 1 else x.unsqueeze(1).expand(x.shape[0], R, *x.shape[1:])
+    B, *rest = x.shape
+    return x.view(B, 1, *rest) if R == 1 else x.unsqueeze(1).expand(B, R, *rest)

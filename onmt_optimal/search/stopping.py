@@ -16,14 +16,19 @@ import torch
 class StopView:
     """Per-example facts after the completed hypotheses of this step have been collected. Shapes ``(B,)``.
 
-    ``top_finished`` and ``kth_score`` are sliced on first use (a rule reads one or the other)."""
+    ``top_finished``, ``kth_score`` and ``n_completed`` are made on first use (a rule reads few of them)."""
 
     completed: torch.Tensor  # (B, beam) bool: items of this step's beam that are completed hypotheses
-    n_completed: torch.Tensor  # long: completed hypotheses collected so far
+    completions: torch.Tensor  # (B, beam) long: completed hypotheses collected so far, per slot (summed on use)
     kept_score: torch.Tensor  # (B, n_best) float: best completed scores so far, sorted (-inf: none yet)
     best_bound: torch.Tensor | None  # float: max bound over live items (-inf if none); None unless needs_bound
     width: torch.Tensor  # long: the example's beam size now (shrinks only under ``Shrinking``)
     n_best: int
+
+    @property
+    def n_completed(self) -> torch.Tensor:
+        """long: completed hypotheses collected so far."""
+        return self.completions.sum(dim=1)
 
     @property
     def top_finished(self) -> torch.Tensor:
@@ -33,7 +38,8 @@ class StopView:
     @property
     def kth_score(self) -> torch.Tensor:
         """float: the n_best-th best completed score so far (-inf if fewer than n_best)."""
-        return self.kept_score[:, -1]
+        kept = self.kept_score
+        return kept.view(-1) if kept.shape[1] == 1 else kept[:, -1]
 
 
 class StoppingRule:

@@ -61,9 +61,10 @@ class TopK:
         n = N // group
         if n < 4 * k:  # few candidates: a full sort is cheap
             return _stable_top_k(scores, k)
-        group_max = scores[:, : n * group].view(B, group, n).amax(dim=1)  # (B, n)
+        grouped = scores if N == n * group else scores[:, : n * group]
+        group_max = grouped.view(B, group, n).amax(dim=1)  # (B, n)
         best, chosen = torch.topk(group_max, k + 1, dim=1)
-        if not _decreasing(best[:, k - 1:]):  # a group ties the k-th at M_k (or NaN): no shortcut
+        if not _separated(best, k):  # a group ties the k-th at M_k (or NaN): no shortcut
             return _stable_top_k(scores, k)
         # group j holds j, j + n, j + 2n, ...: with the chosen j in increasing order, listing the members
         # offset by offset puts them in index order (every j < n), so the stable sort breaks ties by index
@@ -71,8 +72,9 @@ class TopK:
         members = (chosen[:, :k].sort(dim=1).values.unsqueeze(1) + spread).view(B, group * k)
         if loose is not None:  # the last N - n * group candidates, after every group's
             members = torch.cat([members, loose.expand(B, -1)], dim=1)
-        values, order = torch.sort(scores.gather(1, members), dim=1, descending=True, stable=True)
-        return values[:, :k].contiguous(), members.gather(1, order[:, :k])
+        order = torch.sort(scores.gather(1, members), dim=1, descending=True, stable=True).indices
+        indices = members.gather(1, order[:, :k])
+        return scores.gather(1, indices), indices  # a gather costs fewer operations than a contiguous copy
 
 
 _MEMBERS: dict = {}
@@ -93,12 +95,11 @@ def _members(n: int, group: int, N: int, device):
 top_k = TopK()
 
 
-def _decreasing(values: torch.Tensor) -> bool:
-    """Is every row of ``values`` strictly decreasing (no ties, no NaN)? Few values are read on the host in
-    one operation, where the tensor test takes five (each costs more than the reading on a cold cache)."""
-    if values.numel() <= 64 and values.device.type == "cpu":
-        return all(a > b for row in values.tolist() for a, b in zip(row, row[1:]))
-    return bool((values[:, 1:] < values[:, :-1]).all())
+def _separated(best: torch.Tensor, k: int) -> bool:
+    """Is the ``k``-th of each row of ``best`` (sorted, descending) strictly above the ``k + 1``-th (no tie at
+    ``M_k``, no NaN)? Read on the host in one operation: this path runs on CPU only, where a read is no
+    synchronisation, and costs fewer operations than the tensor test."""
+    return all(row[k - 1] > row[k] for row in best.tolist())
 
 
 def _stable_top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
