@@ -12,7 +12,9 @@ from pathlib import Path
 
 PTH_NAME = "onmt_optimal.pth"
 # one line, run by site.py at start-up; harmless if the package was uninstalled and the file left behind
-PTH_LINE = 'import sys; exec("try:\\n    import onmt_optimal.opennmt.hook\\nexcept ImportError:\\n    pass")\n'
+# (the OpenNMT-py hook and the eole hook: each is inert where its toolkit is not installed)
+PTH_LINE = ('import sys; exec("for _m in (\'onmt_optimal.opennmt.hook\', \'onmt_optimal.eole.hook\'):\\n'
+            '    try:\\n        __import__(_m)\\n    except ImportError:\\n        pass")\n')
 
 
 def install_pth(site_packages: str | None = None) -> Path:

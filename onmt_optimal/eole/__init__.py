@@ -1,0 +1,13 @@
+"""The eole adapter (eole 0.6.4, OpenNMT's maintained successor): the search of ``onmt_optimal.search`` in
+``eole predict``, for encoder-decoder and decoder-only models.
+
+* ``beam_search``  eole's ``BeamSearch`` and ``BeamSearchLM`` driven by the search core (with
+                   ``onmt_optimal.lineage``, shared with the OpenNMT-py adapter);
+* ``translator``   its ``Translator`` and ``GeneratorLM`` with that search, statistics, empty lines, PRED report;
+* ``options``      the new options as pydantic fields of eole's ``PredictConfig``, and their validation;
+* ``session``      a loaded model for the tools (``python -m onmt_optimal ratio|sweep``);
+* ``patch``        the one module that changes eole; ``hook`` applies it when ``eole`` is imported (from
+                   ``onmt_optimal.pth``).
+
+This file stays empty of imports: the hook imports this package at every interpreter start.
+"""

@@ -1,0 +1,235 @@
+"""eole's predictors with the new search: ``Translator`` (encoder-decoder) and ``GeneratorLM`` (decoder-only).
+
+Model loading, devices, batching, transforms, the decode loop and output writing stay eole's. ``Certified``
+(mixed into both) only (a) builds the certified beam search instead of eole's when a new option asks for it,
+(b) gathers the per-line statistics and writes them in input order (``stats_file``), (c) under the new options
+answers an empty source line with an empty line (stop reason ``empty_source``; stock eole decodes it as a
+sentence of no words), and (d) under them reports the mean log-probability per token and the rule's mean score
+instead of stock's ``PRED SCORE``/``PRED PPL`` (which would take a reward-augmented score for a
+log-probability). With none of the new options every method defers to eole's: the output is stock's.
+
+Decoder-only models: stock eole decodes a batch of prompts of different lengths by feeding the shortest length
+to the model and forcing the longer prompts' remaining tokens as a target prefix, so their "continuation" begins
+with the rest of their prompt (and, in eole 0.6.4, skips its first token: ``DecodeStrategy.initialize`` drops
+the prefix's first column as if it were a BOS). Under the new options a batch is decoded in sub-batches of prompts
+of equal length (left-padded batches, ``left_pad``, need none), so every example's step ``t`` is its ``t``-th
+continuation token and ``|x|`` its prompt length; answers are the continuation only, as eole gives for a
+batch of one.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+from eole.predict.generator import GeneratorLM
+from eole.predict.translator import Translator
+
+from onmt_optimal.eole import empty_lines
+from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSearchLM
+from onmt_optimal.eole.options import OptionError, search_config
+
+
+class Certified:
+    """The mixin; see the module docstring. ``search`` (``options.SearchConfig``) says what to run."""
+
+    def __init__(self, model, vocabs, config, model_config, *args, global_scorer=None, **kwargs):
+        super().__init__(model, vocabs, config, model_config, *args, global_scorer=global_scorer, **kwargs)
+        self.search = search_config(config, global_scorer)
+        if not self.search.stock and getattr(model_config, "add_estimator", False):
+            raise OptionError("onmt-optimal's options do not rerank with the model's estimator (add_estimator): "
+                              "drop -stopping/-length_reward/-bp_norm/-stats_file for this model")
+        self._stats, self._rule_results = {}, {}
+        #: called with the number of sentences of each batch once it is translated (None: nobody listens)
+        self.progress = None
+
+    # ---------------------------------------------------------------- one batch
+    def predict_batch(self, batch, attn_debug, *args, **kwargs):
+        search = self.search
+        sampling = self.top_k != 0 or self.top_p != 0
+        if search.stock or sampling or kwargs.get("scoring"):
+            return super().predict_batch(batch, attn_debug, *args, **kwargs)
+        results, stats, rule_results = self._certified(batch, attn_debug)
+        self._answer_empty_lines(batch, results, stats, rule_results)
+        if "cid" in batch:  # (sub-batches of eole's _maybe_retranslate have none)
+            for i in range(len(batch["srclen"])):
+                key = _line_key(batch, i)
+                self._stats[key] = stats[i]
+                if search.collect:
+                    self._rule_results[key] = rule_results[i]
+            if self.progress is not None:
+                self.progress(len(batch["srclen"]))
+        return results
+
+    def _strategy(self, cls, batch_size, max_length, attn_debug):
+        return cls(
+            self.beam_size,
+            batch_size=batch_size,
+            pad=self._tgt_pad_idx,
+            bos=self._tgt_bos_idx,
+            eos=self._tgt_eos_idx,
+            unk=self._tgt_unk_idx,
+            start=self._tgt_start_with,
+            n_best=self.n_best,
+            global_scorer=self.global_scorer,
+            min_length=self.min_length,
+            max_length=max_length,
+            return_attention=attn_debug or self.replace_unk,
+            block_ngram_repeat=self.block_ngram_repeat,
+            exclusion_tokens=self._exclusion_idxs,
+            stepwise_penalty=self.stepwise_penalty,
+            ratio=self.ratio,
+            ban_unk_token=self.ban_unk_token,
+            rules=self.search.rules,
+        )
+
+    def _answer_empty_lines(self, batch, results, stats, rule_results) -> None:
+        """Answer each empty source line with nothing (score 0, stop reason ``empty_source``)."""
+        rules = self.search.rules
+        for i, length in enumerate(batch["srclen"].tolist()):
+            if "cid" not in batch or not empty_lines.take(_line_key(batch, i)):
+                continue
+            device = batch["src"].device
+            eos = torch.tensor([self._tgt_eos_idx[0]], device=device)
+            results["predictions"][i] = [eos] * self.n_best
+            results["scores"][i] = [0.0] * self.n_best
+            results["attention"][i] = [torch.zeros((1, max(length, 1)), device=device)] * self.n_best
+            if results.get("n_text_tokens") is not None:
+                results["n_text_tokens"][i] = [0] * self.n_best
+            empty = {"steps": 0, "stop_reason": "empty_source", "score": 0.0, "log_prob": 0.0, "length": 0,
+                     "target_length": None, "src_length": 0, "completed": 0}
+            stats[i] = dict(empty, target_length=_empty_target(rules[0][0]))
+            rule_results[i] = [dict(empty, tokens=[], target_length=_empty_target(score)) for score, _ in rules]
+
+    # ---------------------------------------------------------------- a whole input
+    def _predict(self, infer_iter, *args, **kwargs):
+        self._stats, self._rule_results = {}, {}
+        empty_lines.forget()
+        empty_lines.active = not self.search.stock
+        try:
+            result = super()._predict(infer_iter, *args, **kwargs)
+        finally:
+            empty_lines.active = False
+        if not self.search.stock and self.search.stats_file:
+            with open(self.search.stats_file, "w", encoding="utf-8") as out:
+                for key in sorted(self._stats, key=_line_order):
+                    out.write(json.dumps(dict(line=key[1] + 1, **self._stats[key])) + "\n")
+        return result
+
+    def _report_score(self, name, score_total, nb_sentences):
+        """Stock's line without new options. With them, stock's ``PRED SCORE`` would be the mean of the search's
+        score: report the mean log-probability per output token (EOS counted) and the perplexity from it, then
+        the rule's mean score."""
+        decoded = [s for s in self._stats.values() if s["stop_reason"] != "empty_source"]
+        if name != "PRED" or self.search.stock or not decoded:
+            return super()._report_score(name, score_total, nb_sentences)
+        log_prob = sum(s["log_prob"] for s in decoded)
+        tokens = sum(s["length"] + 1 for s in decoded)
+        try:
+            ppl = math.exp(-log_prob / tokens)
+        except OverflowError:
+            ppl = float("inf")
+        rule = self.search.scoring
+        label = rule.describe() if hasattr(rule, "describe") else type(rule).__name__
+        self._log(f"PRED LOG-PROB PER TOKEN: {log_prob / tokens:.4f}, PRED PPL: {ppl:.2f} (from log-probabilities, "
+                  f"EOS counted; {tokens} tokens) NB SENTENCES: {nb_sentences}")
+        return (f"PRED MEAN SCORE: {sum(s['score'] for s in decoded) / len(decoded):.4f} per sentence, of the "
+                f"search's score {label} (mean log-probability per sentence: {log_prob / len(decoded):.4f})")
+
+
+class CertifiedTranslator(Certified, Translator):
+    """eole's encoder-decoder ``Translator`` with the new search."""
+
+    def _certified(self, batch, attn_debug):
+        if self.max_length_ratio > 0:  # eole's own limit (translator.py), so both searches run the same beam
+            max_length = int(min(self.max_length, batch["src"].size(1) * self.max_length_ratio + 5))
+        else:
+            max_length = self.max_length
+        strategy = self._strategy(CertifiedBeamSearch, len(batch["srclen"]), max_length, attn_debug)
+        with torch.no_grad():
+            results = self._predict_batch_with_strategy(batch, strategy)
+        return results, strategy.search_stats, strategy.rule_results
+
+
+class CertifiedGeneratorLM(Certified, GeneratorLM):
+    """eole's decoder-only ``GeneratorLM`` with the new search, over each prompt's continuation."""
+
+    def _certified(self, batch, attn_debug):
+        lengths = batch["srclen"].tolist()
+        if batch.get("left_pad") or len(set(lengths)) == 1:
+            return self._certified_group(batch, attn_debug)
+        groups: dict[int, list[int]] = {}
+        for i, length in enumerate(lengths):
+            groups.setdefault(length, []).append(i)
+        parts = [(rows, self._certified_group(_sub_batch(batch, rows, length), attn_debug))
+                 for length, rows in sorted(groups.items())]
+        return _merge(batch, parts)
+
+    def _certified_group(self, batch, attn_debug):
+        strategy = self._strategy(CertifiedBeamSearchLM, len(batch["srclen"]), self.max_length, attn_debug)
+        with torch.no_grad():
+            results = self._predict_batch_with_strategy(batch, strategy)
+        return results, strategy.search_stats, strategy.rule_results
+
+
+# ------------------------------------------------------------------------ decoder-only batches by prompt length
+def _sub_batch(batch: dict, rows: list[int], length: int) -> dict:
+    """The examples at ``rows`` of ``batch`` (right-padded prompts, all ``length`` long), padding cut off."""
+    B = len(batch["srclen"])
+    index = torch.tensor(rows, device=batch["src"].device)
+    sub = {}
+    for key, value in batch.items():
+        if torch.is_tensor(value) and value.dim() > 0 and value.shape[0] == B:
+            sub[key] = value.index_select(0, index)
+        elif isinstance(value, list) and len(value) == B:
+            sub[key] = [value[i] for i in rows]
+        else:
+            sub[key] = value
+    sub["src"] = sub["src"][:, :length]
+    return sub
+
+
+def _merge(batch: dict, parts: list) -> tuple:
+    """One batch's (results, stats, rule_results) from its sub-batches' ``[(rows, (results, ...)), ...]``."""
+    B = len(batch["srclen"])
+    order = [row for rows, _ in parts for row in rows]
+    results = {"batch": batch}
+    for key, value in parts[0][1][0].items():
+        if key == "batch":
+            continue
+        values = [part[0][key] for _, part in parts]
+        if value is None:
+            results[key] = None
+        elif torch.is_tensor(value):
+            merged = torch.cat(values)
+            results[key] = merged[torch.tensor(order, device=merged.device).argsort()]
+        else:
+            merged = [item for v in values for item in v]
+            results[key] = [None] * B
+            for row, item in zip(order, merged):
+                results[key][row] = item
+    stats, rule_results = [None] * B, [None] * B
+    for rows, (_, part_stats, part_rules) in parts:
+        for j, row in enumerate(rows):
+            stats[row], rule_results[row] = part_stats[j], part_rules[j]
+    return results, stats, rule_results
+
+
+# ------------------------------------------------------------------------ lines
+def _empty_target(scoring):
+    """``l`` of an empty source line (|x| = 0): 0.0 for a rule with a length ratio, else None."""
+    target = scoring.target_length(torch.zeros(1)) if hasattr(scoring, "target_length") else None
+    return None if target is None else float(target[0])
+
+
+def ordered(records: dict) -> list:
+    """Per-line records (keyed by corpus id and line) in input order."""
+    return [records[key] for key in sorted(records, key=_line_order)]
+
+
+def _line_key(batch, i):
+    return (batch["cid"][i], int(batch["cid_line_number"][i]))
+
+
+def _line_order(key):
+    return (str(key[0]), key[1])
