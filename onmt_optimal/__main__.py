@@ -43,20 +43,35 @@ UNESCAPE_HELP = ("undo Moses escapes (&apos; &quot; &amp; @-@ ...) in the source
                  "training data of the shipped TVsub model was cleaned (scripts/prepare_data.py --unescape-moses)")
 
 
+def _session(translate_args: list[str]):
+    """The model of ``translate_args``, loaded once: eole's (``-model_path``, or a ``-config`` YAML with
+    ``model_path``: ``eole predict`` arguments) or OpenNMT-py's (``onmt_translate`` arguments)."""
+    from onmt_optimal.eole.session import is_eole
+
+    args = [a for a in translate_args if a != "--"]
+    if is_eole(args):
+        from onmt_optimal.eole.session import EoleSession
+
+        return EoleSession(args)
+    from onmt_optimal.session import Session
+
+    return Session(args)
+
+
 def ratio(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(
         prog="onmt-optimal ratio",
         description="Estimate rho = |reference| / |source| on a dev set, in the tokens the model sees (after "
-        "its transforms). Pass the model's translate options after '--', e.g. -- -config translate.yaml.")
+        "its transforms). Pass the model's translate options after '--', e.g. -- -config translate.yaml "
+        "(onmt_translate's; or eole predict's, e.g. -- -model_path MODEL_DIR).")
     parser.add_argument("--src", required=True)
     parser.add_argument("--refs", nargs="+", required=True)
     parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     from onmt_optimal.length_ratio import estimate_with_model
-    from onmt_optimal.session import Session
 
-    session = Session([a for a in args.translate_args if a != "--"])
+    session = _session(args.translate_args)
     un = args.unescape_moses
     print(estimate_with_model(session, _read(args.src, un), [_read(r, un) for r in args.refs]))
 
@@ -74,15 +89,21 @@ def sweep(argv: list[str]) -> None:
     parser.add_argument("--ratio", type=float, default=None, help="rho (default: estimated on --src/--refs)")
     parser.add_argument("--out", required=True, help="JSON file")
     parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
+    parser.add_argument("--ray-workers", type=int, default=0, metavar="N",
+                        help="spread the decodes over N Ray actors (pip install 'onmt-optimal[ray]'); same JSON rows")
+    parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of starting a local one")
+    parser.add_argument("--ray-gpus-per-worker", type=float, default=0.0, metavar="G",
+                        help="GPUs each actor reserves; it then decodes on the one Ray gives it")
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    if args.ray_workers:
+        return _sweep_ray(args)
     import tempfile
 
     from onmt_optimal.length_ratio import estimate_with_model
-    from onmt_optimal.session import Session
     from onmt_optimal.sweep import paper_decoders, run_sweep
 
-    session = Session([a for a in args.translate_args if a != "--"])
+    session = _session(args.translate_args)
     un = args.unescape_moses
     refs = [_read(r, un) for r in args.refs]
     src_lines = _read(args.src, un)
@@ -94,6 +115,24 @@ def sweep(argv: list[str]) -> None:
             Path(src).write_text("".join(line + "\n" for line in src_lines), encoding="utf-8")
         result = run_sweep(session, src, refs, parse_beams(args.beams),
                            paper_decoders([float(r) for r in args.rewards.split(",")]), rho)
+    result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho, "unescape_moses": un}
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {args.out}")
+
+
+def _sweep_ray(args) -> None:
+    from onmt_optimal.opennmt.options import OptionError
+    from onmt_optimal.sweep import paper_decoders, run_sweep_ray
+
+    un = args.unescape_moses
+    try:
+        result, rho = run_sweep_ray([a for a in args.translate_args if a != "--"], _read(args.src, un),
+                                    [_read(r, un) for r in args.refs], parse_beams(args.beams),
+                                    paper_decoders([float(r) for r in args.rewards.split(",")]), args.ratio,
+                                    args.ray_workers, args.ray_address, args.ray_gpus_per_worker)
+    except OptionError as err:
+        sys.stderr.write(f"{PROG} sweep: error: {err}\n")
+        raise SystemExit(2)
     result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho, "unescape_moses": un}
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {args.out}")

@@ -18,7 +18,7 @@ import time
 from onmt_optimal.evaluate import corpus_score
 from onmt_optimal.search.registry import Decoder, paper_decoders
 
-__all__ = ["Decoder", "paper_decoders", "decode_all", "run_sweep", "summarize"]
+__all__ = ["Decoder", "paper_decoders", "decode_all", "run_sweep", "run_sweep_ray", "summarize"]
 
 
 def summarize(decoder: Decoder, beam: int, records: list[dict], refs: list[list[str]]) -> dict:
@@ -62,6 +62,37 @@ def decode_all(session, src, beam: int, decoders: list[Decoder], ratio: float, p
 def _count_lines(path) -> int:
     with open(path, "rb") as f:
         return sum(1 for _ in f)
+
+
+def run_sweep_ray(translate_args: list[str], src_lines: list[str], refs: list[list[str]], beams: list[int],
+                  decoders: list[Decoder], ratio: float | None, workers: int, address: str | None = None,
+                  gpus_per_worker: float = 0.0, progress: bool = True) -> tuple[dict, float]:
+    """``run_sweep`` with its decodes spread over ``workers`` Ray actors (``distributed.sweep``): the same rows
+    in the same order, ``seconds`` aside. ``ratio`` None: estimated on ``src_lines``/``refs`` by a worker.
+    Returns ``(result, ratio)``."""
+    from tqdm import tqdm
+
+    from onmt_optimal.distributed.sweep import decode_many
+
+    groups = _groups(decoders)
+    jobs = [((beam, shrinks), beam, group) for beam in beams for shrinks, group in groups]
+    start = time.time()
+    with tqdm(total=len(jobs), desc="decodes", disable=not progress) as bar:
+        answers, ratio = decode_many(translate_args, src_lines, refs, jobs, ratio, workers, address,
+                                     gpus_per_worker, progress=bar.update)
+    rows = []
+    for beam in beams:
+        for shrinks, group in groups:
+            lines = answers[(beam, shrinks)]
+            for k, decoder in enumerate(group):
+                rows.append(summarize(decoder, beam, [line[k] for line in lines], refs))
+    return {"rows": rows, "seconds": time.time() - start, "decodes": len(jobs)}, ratio
+
+
+def _groups(decoders: list[Decoder]) -> list[tuple[bool, list[Decoder]]]:
+    """The decoders by beam kind, in ``decode_all``'s order: the ordinary beam first, then the shrinking one."""
+    return [(shrinks, group) for shrinks in (False, True)
+            for group in [[d for d in decoders if d.shrinks == shrinks]] if group]
 
 
 def run_sweep(session, src, refs: list[list[str]], beams: list[int], decoders: list[Decoder], ratio: float,

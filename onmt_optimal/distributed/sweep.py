@@ -1,0 +1,96 @@
+"""The r x b sweep on Ray: its decodes (one per beam size and beam kind, ``onmt_optimal.sweep``) spread over
+actors, each holding one ``Session`` (the model, loaded once).
+
+A decode is the whole dev set at one beam size for one group of decoders sharing a beam; its records are a
+function of the model, the source, the beam size and the rules, so an actor restarted mid-decode (Ray's
+``max_restarts`` / ``max_task_retries``) gives the same records, and the driver puts them in the sweep's
+order. The source travels as text (the actors may run on other machines); each actor writes it to a
+file of its own. Actors use the driver's torch thread count, as ``translate`` does, so scores are one
+process's to the last bit.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from onmt_optimal.distributed.cluster import Cluster
+
+RESTARTS = 3
+
+
+class SweepWorker:
+    def __init__(self, translate_args: list[str], cwd: str | None, on_gpu: bool, threads: int):
+        self.error = None
+        try:
+            import torch
+
+            torch.set_num_threads(threads)
+            if cwd and os.path.isdir(cwd):
+                os.chdir(cwd)
+            from onmt_optimal.session import Session
+
+            self.session = Session(list(translate_args) + (["-gpu", "0"] if on_gpu else []))
+            self.src = os.path.join(tempfile.mkdtemp(prefix="onmt-optimal-sweep-"), "src")
+            self._text = None
+        except Exception as err:  # reported by ready(), in the driver
+            self.error = err
+
+    def ready(self):
+        return self.error
+
+    def ratio(self, src_lines: list[str], refs: list[list[str]]) -> float:
+        from onmt_optimal.length_ratio import estimate_with_model
+
+        return estimate_with_model(self.session, src_lines, refs).corpus
+
+    def decode(self, key, text: str, beam: int, decoders: list, ratio: float) -> tuple:
+        """``(key, records)``: ``records[line][k]`` is decoder ``k``'s answer (``Session.decode``)."""
+        if self._text != text:
+            with open(self.src, "w", encoding="utf-8") as f:
+                f.write(text)
+            self._text = text
+        return key, self.session.decode(self.src, beam, [d.rule(ratio) for d in decoders])
+
+
+def decode_many(translate_args: list[str], src_lines: list[str], refs: list[list[str]], jobs: list,
+                ratio: float | None, workers: int, address: str | None = None, gpus_per_worker: float = 0.0,
+                progress=None) -> tuple[dict, float]:
+    """Run ``jobs`` (``(key, beam, decoders)``) on ``workers`` actors: ``({key: records}, ratio)``; ``ratio``
+    None is estimated first on ``src_lines``/``refs`` by one actor. ``progress`` is called once per decode."""
+    import torch
+
+    from onmt_optimal.opennmt.options import OptionError
+
+    threads = max(1, torch.get_num_threads())
+    cpus = 1 if gpus_per_worker > 0 else threads
+    text = "".join(line + "\n" for line in src_lines)
+    with Cluster(address, workers, gpus_per_worker, cpus) as ray:
+        from ray.util import ActorPool
+
+        remote = ray.remote(SweepWorker)
+        actors = [remote.options(num_cpus=cpus, num_gpus=gpus_per_worker, max_restarts=RESTARTS,
+                                 max_task_retries=RESTARTS).remote(translate_args, os.getcwd(),
+                                                                   gpus_per_worker > 0, threads)
+                  for _ in range(workers)]
+        try:
+            errors = [e for e in ray.get([a.ready.remote() for a in actors]) if e is not None]
+            if errors:
+                raise errors[0]
+            if ratio is None:
+                ratio = ray.get(actors[0].ratio.remote(src_lines, refs))
+            if ratio is None:
+                raise OptionError("no length ratio could be estimated on --src/--refs: give --ratio")
+            text_ref = ray.put(text)
+            pool = ActorPool(actors)
+            out = {}
+            for key, beam, decoders in jobs:
+                pool.submit(lambda a, v: a.decode.remote(v[0], text_ref, v[1], v[2], ratio), (key, beam, decoders))
+            while pool.has_next():
+                key, records = pool.get_next_unordered()
+                out[key] = records
+                if progress is not None:
+                    progress(1)
+            return out, ratio
+        finally:
+            for actor in actors:
+                ray.kill(actor)
