@@ -11,15 +11,19 @@ than all of the rest of the search bookkeeping together). ``top_k`` returns the 
    each hold a candidate ``>= M_k``, so the ``k``-th best candidate is ``>= M_k``, and every candidate that
    can enter the top ``k`` (ties included) lies in a group whose maximum is ``>= M_k``. When exactly ``k``
    groups reach ``M_k`` (the ``k+1``-th maximum is smaller) they are the chosen groups, and the ``k G``
-   candidates in them (plus the loose ones) hold the answer: a stable sort of those few, in index order,
-   finishes the job.
+   candidates in them (plus the loose ones) hold the answer, each of its ``k`` strictly above every candidate
+   outside them (those are at most the ``k+1``-th maximum, below ``M_k``);
+3. the ``k + 1`` best of those few (``torch.topk``; all of them if there are only ``k``). When they are
+   strictly decreasing, the ``k`` best are distinct and strictly above every other candidate, so there is no
+   tie for any sort to break: they are the answer, in order.
 
 Invariant: ``top_k(scores, k)`` equals ``scores.sort(dim=1, descending=True, stable=True)`` cut at ``k``:
 always in values, and above ``SMALL`` scores in indices too: the ``k`` largest values, ties broken by the
 lower index, which in a beam is the higher-ranked parent item, then the lower token id (the rule of a plain
 stable sort, and of the reference beam in ``tests/synthetic.py``). A row where more than ``k`` groups tie at
-``M_k`` (equal float sums, NaN) sends the whole batch to that full stable sort, so the invariant holds for
-every input.
+``M_k``, or where the ``k + 1`` best candidates tie (equal float sums, ``-inf``, NaN), sends the whole batch to
+that full stable sort, so the invariant holds for every input. Both checks are read on the host: this path runs
+on CPU only, where a read is no synchronisation.
 
 Small problems (at most ``SMALL`` scores: batch 1 with beams up to 10 over an 8k vocabulary) go to
 ``torch.topk`` itself, stock OpenNMT-py's op: there the two passes save less than their extra tensor
@@ -64,15 +68,15 @@ class TopK:
         grouped = scores if N == n * group else scores[:, : n * group]
         group_max = grouped.view(B, group, n).amax(dim=1)  # (B, n)
         best, chosen = torch.topk(group_max, k + 1, dim=1)
-        if not _separated(best, k):  # a group ties the k-th at M_k (or NaN): no shortcut
+        if not _separated(best.tolist(), k - 1):  # a group ties the k-th at M_k (or NaN): no shortcut
             return _stable_top_k(scores, k)
-        # group j holds j, j + n, j + 2n, ...: with the chosen j in increasing order, listing the members
-        # offset by offset puts them in index order (every j < n), so the stable sort breaks ties by index
-        spread, loose = _members(n, group, N, scores.device)
-        members = (chosen[:, :k].sort(dim=1).values.unsqueeze(1) + spread).view(B, group * k)
-        if loose is not None:  # the last N - n * group candidates, after every group's
+        spread, loose = _members(n, group, N, scores.device)  # group j holds j, j + n, j + 2n, ...
+        members = (chosen[:, :k].unsqueeze(1) + spread).view(B, group * k)
+        if loose is not None:  # the last N - n * group candidates
             members = torch.cat([members, loose.expand(B, -1)], dim=1)
-        order = torch.sort(scores.gather(1, members), dim=1, descending=True, stable=True).indices
+        values, order = torch.topk(scores.gather(1, members), min(k + 1, members.shape[1]), dim=1)
+        if not _separated(values.tolist(), 0):  # a tie among the k + 1 best (or -inf, NaN): no shortcut
+            return _stable_top_k(scores, k)
         indices = members.gather(1, order[:, :k])
         return scores.gather(1, indices), indices  # a gather costs fewer operations than a contiguous copy
 
@@ -95,11 +99,9 @@ def _members(n: int, group: int, N: int, device):
 top_k = TopK()
 
 
-def _separated(best: torch.Tensor, k: int) -> bool:
-    """Is the ``k``-th of each row of ``best`` (sorted, descending) strictly above the ``k + 1``-th (no tie at
-    ``M_k``, no NaN)? Read on the host in one operation: this path runs on CPU only, where a read is no
-    synchronisation, and costs fewer operations than the tensor test."""
-    return all(row[k - 1] > row[k] for row in best.tolist())
+def _separated(rows: list[list[float]], first: int) -> bool:
+    """Is every row strictly decreasing from place ``first`` on (no tie, no NaN)?"""
+    return all(a > b for row in rows for a, b in zip(row[first:], row[first + 1:]))
 
 
 def _stable_top_k(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
