@@ -15,7 +15,7 @@ DATA ?= ../shared/data
 TVSUB := $(DATA)/tvsub-zh-en
 M30K := $(DATA)/multi30k-de-en
 
-.PHONY: setup run test test-fast reproduce bench clean-venv
+.PHONY: setup setup-eole run test test-eole test-fast reproduce bench clean-venv
 
 setup: $(STAMP)
 
@@ -48,8 +48,9 @@ $(STAMP): setup.py requirements.txt requirements-test.txt requirements-plots.txt
 run: setup
 	$(BIN)/python scripts/main_job.py
 
-test: setup
+test: setup setup-eole
 	$(BIN)/python -m pytest -q --durations=10
+	$(EOLE_PYTEST)
 
 # tests marked slow (training, processes) are left out; see tests/conftest.py
 test-fast: setup
@@ -81,5 +82,34 @@ bench: setup
 	$(BIN)/python scripts/bench.py --config $(BENCH_MODELS) --data $(DATA) --lines 200 --sweep-lines 100 --rounds 5 \
 	  $(BENCH_ARGS)
 
+# eole 0.6.4 (issue 16) in its own environment: its pins (sentencepiece<=0.2.2, protobuf==7.36.2) conflict with
+# OpenNMT-py 3.5.1's (requirements.txt: sentencepiece 0.2.3). torch as above, then eole and what the tests need
+# (requirements-eole.txt), then this package (editable) and its import hook. tests/eole runs there (its own
+# conftest; --confcutdir keeps tests/conftest.py, which imports OpenNMT-py, out).
+EOLE_VENV := .venv-eole
+EOLE_BIN := $(EOLE_VENV)/bin
+EOLE_STAMP := $(EOLE_VENV)/.onmt-optimal-setup
+EOLE_PIP := $(EOLE_BIN)/python -m pip -qq
+EOLE_PYTEST := $(EOLE_BIN)/python -m pytest -q --durations=5 --confcutdir=tests/eole tests/eole
+
+setup-eole: $(EOLE_STAMP)
+
+$(EOLE_STAMP): setup.py requirements-eole.txt Makefile onmt_optimal.pth
+	@echo "setting up $(EOLE_VENV): torch >= 2.10, eole 0.6.4 (requirements-eole.txt), onmt-optimal"
+	@test -x $(EOLE_BIN)/python || $(PYTHON) -m venv $(EOLE_VENV)
+	@$(EOLE_PIP) install --upgrade pip
+	@$(EOLE_BIN)/python -c "import sys, torch; sys.exit(tuple(map(int, torch.__version__.split('+')[0].split('.')[:2])) < (2, 10))" 2>/dev/null \
+	  || $(EOLE_PIP) install "$(TORCH)"
+	@$(EOLE_PIP) install -r requirements-eole.txt
+	@$(EOLE_PIP) install --no-deps -e .
+	@$(EOLE_BIN)/python -m pip check > /dev/null || $(EOLE_BIN)/python -m pip check
+	@$(EOLE_BIN)/python -m onmt_optimal install-hook > /dev/null
+	@$(EOLE_BIN)/python -c "import torch, eole, onmt_optimal; print('ready: torch', torch.__version__, '| eole', eole.__version__, '| onmt-optimal', onmt_optimal.__version__)"
+	@touch $@
+
+# only the eole tests
+test-eole: setup-eole
+	$(EOLE_PYTEST)
+
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(EOLE_VENV)

@@ -36,6 +36,9 @@ settings.register_profile("full", deadline=None, suppress_health_check=[HealthCh
 settings.register_profile("fast", settings.get_profile("full"), max_examples=tiers.FAST_EXAMPLES)
 settings.load_profile("fast" if tiers.FAST else "full")
 
+# tests/eole runs in the eole environment (make test-eole), with its own conftest and without this one
+collect_ignore = ["eole"]
+
 # test modules, owned elsewhere, whose every test starts a process (a single test says @pytest.mark.slow)
 SLOW_MODULES = {"test_make_report"}
 

@@ -1,0 +1,103 @@
+"""A loaded eole model, for the tools that decode many times (``python -m onmt_optimal sweep|ratio``).
+
+``EoleSession`` is ``onmt_optimal.session.Session`` for eole: it parses ordinary ``eole predict`` arguments (flags
+or ``-config`` YAML), loads the model once through eole's own ``InferenceEnginePY``, decodes any source file with
+any set of rules sharing one beam (``decode``, the same records as ``Session.decode``), and counts lengths in the
+tokens the model reads (``model_lengths``), so ``sweep.py`` and ``length_ratio.py`` use it unchanged.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from onmt_optimal.eole import patch
+from onmt_optimal.eole.options import SearchConfig
+
+
+class EoleSession:
+    def __init__(self, predict_args: list[str]):
+        patch.apply_cli()
+        from argparse import ArgumentParser
+
+        from eole.bin.run.predict import Predict
+        from eole.inference_engine import InferenceEnginePY
+
+        parser = ArgumentParser(prog="eole predict")
+        Predict.add_args(parser)
+        args = list(predict_args)
+        if not any(a in args for a in ("-src", "--src")) and not _config_has(args, "src"):
+            args += ["-src", os.devnull]
+        args += ["-output", os.devnull]
+        self.config = Predict.build_config(parser.parse_args(args))
+        self.engine = InferenceEnginePY(self.config)
+        self.translator = self.engine.predictor
+        self.vocabs = self.engine.vocabs
+        self.decoder_only = getattr(self.config.model, "encoder", None) is None
+
+    # ------------------------------------------------------------------ decoding
+    def infer(self, src: str | Path):
+        """eole's whole pipeline on ``src`` (read, transform, batch, predict), output discarded."""
+        self.config.src = str(src)
+        self.config.output = os.devnull
+        return self.engine.infer_file()
+
+    def decode(self, src: str | Path, beam_size: int, rules: list, progress=None) -> list[list[dict]]:
+        """Decode ``src`` once with ``rules`` (sharing one beam): ``result[line][rule]`` is that rule's record
+        (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...)."""
+        from onmt_optimal.eole.translator import ordered
+
+        translator = self.translator
+        translator.beam_size = beam_size
+        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True)
+        translator.progress = progress
+        try:
+            self.infer(src)
+        finally:
+            translator.progress = None
+        records = ordered(translator._rule_results)
+        ids_to_tokens = self.vocabs["tgt"].ids_to_tokens
+        texts = [" ".join(ids_to_tokens[i] for i in rule["tokens"]) for line in records for rule in line]
+        if self.engine.transforms:
+            texts = self.engine.transform_pipe.batch_apply_reverse(texts)
+        it = iter(texts)
+        for line in records:
+            for rule in line:
+                rule["text"] = next(it)
+        return records
+
+    # ------------------------------------------------------------------ lengths the model sees
+    def model_lengths(self, lines: list[str], side: str) -> list[int]:
+        """Token counts of raw ``lines`` after the model's transforms, as eole reads them: for a decoder-only
+        model a prompt (``side == "src"``) counts its decoder start token, as ``|x|`` does in the search."""
+        lengths = {}
+        for batch, _ in self.engine._build_inference_iterator(src=[line.strip() for line in lines]):
+            for number, length in zip(batch["cid_line_number"], batch["srclen"].tolist()):
+                lengths[int(number)] = length
+        start = 1 if self.decoder_only else 0  # the decoder start token of a decoder-only model's input
+        out = []
+        for i, line in enumerate(lines):
+            n = lengths.get(i, 0) if line.strip() else 0
+            out.append(n if side == "src" or n == 0 else n - start)
+        return out
+
+
+def _config_has(args: list[str], key: str) -> bool:
+    """Whether a ``-config``/``--config``/``-c`` YAML among ``args`` sets ``key``."""
+    import yaml
+
+    for flag in ("-config", "--config", "-c"):
+        if flag in args and args.index(flag) + 1 < len(args):
+            with open(args[args.index(flag) + 1]) as f:
+                return key in (yaml.safe_load(f) or {})
+    return False
+
+
+def is_eole(args: list[str]) -> bool:
+    """Whether ``predict_args`` are eole's (``-model_path``, or a YAML config with ``model_path``) rather than
+    OpenNMT-py's (``-model``/``model``)."""
+    if any(a in args for a in ("-model_path", "--model_path")):
+        return True
+    try:
+        return _config_has(args, "model_path")
+    except OSError:
+        return False

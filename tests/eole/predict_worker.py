@@ -1,0 +1,55 @@
+"""Many ``eole predict`` runs in one Python process (one a side), as ``tests/translate_worker.py`` does for
+``onmt_translate``: each run calls eole's own ``eole.bin.main.main`` with ``sys.argv = ["eole", "predict",
+*args]``, exactly what the ``eole`` console script does. Our side has the import hook active (eole is patched on
+import); the stock side runs with ``ONMT_OPTIMAL_DISABLE=1``: stock eole 0.6.4.
+
+The client, the per-run redirection of file descriptors 1 and 2 and the exit-status rules are
+``translate_worker``'s (``Worker``, ``_run_one``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import translate_worker  # noqa: E402
+
+HERE = Path(__file__).resolve()
+
+
+class Worker(translate_worker.Worker):
+    def _start(self):
+        self.proc = subprocess.Popen([sys.executable, str(HERE), "--stock" if self.stock else "--ours"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env, text=True,
+                                     stderr=open(self.workdir / "worker.log", "a"))
+
+    def predict(self, *args):
+        return self.run("predict", *args)
+
+
+def serve(stock: bool) -> None:
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    from eole.bin.main import main
+
+    if stock:
+        assert os.environ.get("ONMT_OPTIMAL_DISABLE"), "the stock side runs with ONMT_OPTIMAL_DISABLE=1"
+        assert "onmt_optimal.eole.patch" not in sys.modules
+    else:
+        import eole.predict
+
+        assert hasattr(eole.predict.get_infer_class, "__wrapped__"), "the import hook did not patch eole"
+    for line in sys.stdin:
+        job = json.loads(line)
+        # translate_worker's _run_one sets sys.argv = ["onmt_translate", *argv]; eole's main reads sys.argv[1:]
+        code = translate_worker._run_one(main, job["argv"], job["stdout"], job["stderr"])
+        answers.write(json.dumps({"returncode": code}) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    serve(stock=sys.argv[1:] == ["--stock"])

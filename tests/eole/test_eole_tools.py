@@ -1,0 +1,67 @@
+"""``python -m onmt_optimal sweep|ratio`` with an eole model: the sweep's one decode per beam answers exactly as
+separate ``eole predict`` runs with the same options, and the length ratio counts the tokens eole reads."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from float32 import score_tolerance
+from onmt_optimal.search.registry import Decoder
+
+CASES = [
+    (Decoder("default", "default", "logprob"), ["-stopping", "default", "-length_penalty", "none"]),
+    (Decoder("optimal", "optimal", "logprob"), ["-stopping", "optimal", "-length_penalty", "none"]),
+    (Decoder("optimal_reward", "optimal", "bounded_reward", 1.2),
+     ["-stopping", "optimal", "-length_penalty", "none", "-length_reward", "1.2", "-length_ratio", "1.5"]),
+    (Decoder("shrinking_norm", "shrinking", "avg"), ["-stopping", "shrinking", "-length_penalty", "avg"]),
+]
+COMMON = ["-max_length_ratio", "0", "-max_length", "25", "-batch_size", "8"]
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_one_decode_per_beam_equals_separate_runs(ours, model, src, tmp_path, beam):
+    from onmt_optimal.eole.session import EoleSession
+    from onmt_optimal.sweep import decode_all
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the worker (OMP_NUM_THREADS=1): the same float32 sums
+    try:
+        session = EoleSession(["-model_path", str(model), *COMMON])
+        results = decode_all(session, src, beam, [c[0] for c in CASES], ratio=1.5)
+    finally:
+        torch.set_num_threads(threads)
+    for decoder, flags in CASES:
+        out, stats = tmp_path / f"{decoder.label()}.out", tmp_path / f"{decoder.label()}.stats"
+        done = ours.predict("-model_path", model, "-src", src, "-output", out, "-beam_size", beam,
+                            "-stats_file", stats, *COMMON, *flags)
+        assert done.returncode == 0, done.stderr[-3000:]
+        records = [json.loads(line) for line in stats.read_text().splitlines()]
+        got = results[decoder]
+        assert [r["text"] for r in got] == out.read_text().splitlines(), decoder
+        for g, want in zip(got, records, strict=True):
+            assert g["steps"] == want["steps"] and g["stop_reason"] == want["stop_reason"], decoder
+            tol = score_tolerance(want["length"] + 1, want["log_prob"], want["score"])
+            assert abs(g["score"] - want["score"]) <= tol, (decoder, g["score"], want["score"], tol)
+
+
+def test_ratio_and_sweep_commands_take_an_eole_model(encoder_decoder, src, tmp_path):
+    ref = src.with_suffix(".tgt")
+    done = subprocess.run([sys.executable, "-m", "onmt_optimal", "ratio", "--src", src, "--refs", ref, "--",
+                           "-model_path", encoder_decoder], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    src_len = sum(len(line.split()) for line in src.read_text().splitlines())
+    ref_len = sum(len(line.split()) for line in ref.read_text().splitlines())
+    assert f"corpus {ref_len / src_len:.4f}" in done.stdout
+    out = tmp_path / "sweep.json"
+    done = subprocess.run([sys.executable, "-m", "onmt_optimal", "sweep", "--src", src, "--refs", ref, "--beams",
+                           "2", "--rewards", "0,1", "--out", out, "--", "-model_path", encoder_decoder, *COMMON],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert {row["family"] for row in rows} == {"default", "default_avg", "optimal", "optimal_reward",
+                                               "shrinking_norm", "shrinking_reward"}
+    assert all(row["sentences"] == 40 for row in rows)
