@@ -43,20 +43,35 @@ UNESCAPE_HELP = ("undo Moses escapes (&apos; &quot; &amp; @-@ ...) in the source
                  "training data of the shipped TVsub model was cleaned (scripts/prepare_data.py --unescape-moses)")
 
 
+def _session(translate_args: list[str]):
+    """The model of ``translate_args``, loaded once: eole's (``-model_path``, or a ``-config`` YAML with
+    ``model_path``: ``eole predict`` arguments) or OpenNMT-py's (``onmt_translate`` arguments)."""
+    from onmt_optimal.eole.session import is_eole
+
+    args = [a for a in translate_args if a != "--"]
+    if is_eole(args):
+        from onmt_optimal.eole.session import EoleSession
+
+        return EoleSession(args)
+    from onmt_optimal.session import Session
+
+    return Session(args)
+
+
 def ratio(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(
         prog="onmt-optimal ratio",
         description="Estimate rho = |reference| / |source| on a dev set, in the tokens the model sees (after "
-        "its transforms). Pass the model's translate options after '--', e.g. -- -config translate.yaml.")
+        "its transforms). Pass the model's translate options after '--', e.g. -- -config translate.yaml "
+        "(onmt_translate's; or eole predict's, e.g. -- -model_path MODEL_DIR).")
     parser.add_argument("--src", required=True)
     parser.add_argument("--refs", nargs="+", required=True)
     parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     from onmt_optimal.length_ratio import estimate_with_model
-    from onmt_optimal.session import Session
 
-    session = Session([a for a in args.translate_args if a != "--"])
+    session = _session(args.translate_args)
     un = args.unescape_moses
     print(estimate_with_model(session, _read(args.src, un), [_read(r, un) for r in args.refs]))
 
@@ -86,10 +101,9 @@ def sweep(argv: list[str]) -> None:
     import tempfile
 
     from onmt_optimal.length_ratio import estimate_with_model
-    from onmt_optimal.session import Session
     from onmt_optimal.sweep import paper_decoders, run_sweep
 
-    session = Session([a for a in args.translate_args if a != "--"])
+    session = _session(args.translate_args)
     un = args.unescape_moses
     refs = [_read(r, un) for r in args.refs]
     src_lines = _read(args.src, un)
