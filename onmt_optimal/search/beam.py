@@ -86,6 +86,7 @@ class Beam:
                                              for _, stop in self.rules]).unsqueeze(0)
         self._offsets = torch.arange(0, B * beam, beam, device=device).unsqueeze(1)  # (B, 1) first row
         self._vocab = None  # (V as a 0-d tensor, V)
+        self._memo = {}  # the rules' per-batch constants (``StepView.once``)
         #: several rules: per example and rule, the step it stopped at (0 while running), why, and with how
         #: many completed hypotheses; one rule stops with its example, so this is read off the last step
         self.stop_step = self.stop_code = self.stop_completed = None
@@ -127,7 +128,8 @@ class Beam:
         completed = real if at_max else real & eos  # at T every real item ends, as in stock
         live = real ^ completed
         view = StepView(log_prob=log_prob, out_len=t - eos.long() if self._reads_length else None,
-                        src_len=self.src_len, step=t, max_length=self.max_length, stock_score=stock_score)
+                        src_len=self.src_len, step=t, max_length=self.max_length, stock_score=stock_score,
+                        memo=self._memo)
         R = len(self.rules)
         finals = [score.final(view) for score, _ in self.rules]
         score_is_log_prob = all(final is log_prob for final in finals)
@@ -147,7 +149,9 @@ class Beam:
         self._t, self._at_max = t, at_max
 
         if R == 1:
-            return torch.ones(B, dtype=torch.bool, device=eos.device) if at_max else self._done(0, view, live, completed)
+            if at_max:
+                return torch.ones(B, dtype=torch.bool, device=eos.device)
+            return self._done(0, view, live, completed)
         if at_max:
             newly = self.stop_step == 0
         else:
@@ -258,6 +262,7 @@ class Beam:
         """Only the examples at batch rows ``rows`` (a long tensor) go on, in that order."""
         beam = self.beam_size
         self.facts = self.facts[rows]
+        self._memo = {}
         self.src_len = self.facts[:, 0]
         self.live = self.live.view(-1, beam)[rows].view(-1)
         self.kept = self.kept.select(rows)

@@ -28,7 +28,8 @@ reward), ``BPNorm`` (Yang et al. 2018's brevity-penalty normalization).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 
@@ -53,6 +54,16 @@ class StepView:
     step: int  # t
     max_length: int  # T
     stock_score: torch.Tensor | None = None  # (B, beam): the beam's own score of the item if it ends now
+    #: what a rule computes once per batch (its target lengths, a constant part of its bound): the search keeps
+    #: one dict per batch and empties it when examples leave; a view made on its own starts empty
+    memo: dict = field(default_factory=dict)
+
+    def once(self, key, make: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """``make()``, computed on the first call with ``key`` in this batch (the same operations every time,
+        so the numbers are those of a fresh computation)."""
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
 
 
 class ScoringRule:
@@ -87,7 +98,8 @@ class _Targeted(ScoringRule):
         return None if self.ratio is None else src_len * self.ratio
 
     def _target(self, view: StepView) -> torch.Tensor:
-        return self.target_length(view.src_len).unsqueeze(1)
+        """(B, 1) ``l``, computed once per batch."""
+        return view.once((id(self), "target"), lambda: self.target_length(view.src_len).unsqueeze(1))
 
 
 def _check_bound(bound: str, ratio) -> None:
@@ -195,7 +207,8 @@ class BoundedWordReward(_Targeted):
         return view.log_prob + self.reward * torch.minimum(target, view.out_len.to(target.dtype))
 
     def bound(self, view: StepView) -> torch.Tensor:
-        return view.log_prob + self.reward * self._target(view).clamp(max=float(view.max_length))
+        most = view.once((id(self), "most"), lambda: self.reward * self._target(view).clamp(max=float(view.max_length)))
+        return view.log_prob + most  # r * min(l, T): the same for every step of the batch
 
 
 class WordReward(ScoringRule):
