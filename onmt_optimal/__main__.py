@@ -121,6 +121,8 @@ def sweep(argv: list[str]) -> None:
 
 
 def _sweep_ray(args) -> None:
+    from onmt_optimal.distributed.cluster import WorkerError
+    from onmt_optimal.opennmt.checkpoint import CheckpointError
     from onmt_optimal.opennmt.options import OptionError
     from onmt_optimal.sweep import paper_decoders, run_sweep_ray
 
@@ -133,6 +135,9 @@ def _sweep_ray(args) -> None:
     except OptionError as err:
         sys.stderr.write(f"{PROG} sweep: error: {err}\n")
         raise SystemExit(2)
+    except (CheckpointError, WorkerError) as err:
+        sys.stderr.write(f"{PROG} sweep: error: {err}\n")
+        raise SystemExit(1)
     result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho, "unescape_moses": un}
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {args.out}")
