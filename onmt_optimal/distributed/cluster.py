@@ -16,6 +16,18 @@ from onmt_optimal.opennmt.options import RAY_INSTALL, OptionError
 OBJECT_STORE_BYTES = 256 * 1024 * 1024
 
 
+class WorkerError(RuntimeError):
+    """A worker failed for good (its error, or its death beyond Ray's retries); the message is one line."""
+
+
+def worker_error(err: BaseException) -> WorkerError:
+    """A Ray error as one line: the worker's own exception where there is one, else Ray's first line."""
+    cause = getattr(err, "cause", None)
+    text = f"{type(cause).__name__}: {cause}" if isinstance(cause, BaseException) else str(err)
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return WorkerError(f"a Ray worker failed: {lines[0] if lines else type(err).__name__}")
+
+
 def import_ray():
     try:
         import ray

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from onmt_optimal.distributed.cluster import Cluster
+from onmt_optimal.distributed.cluster import Cluster, worker_error
 
 RESTARTS = 3
 
@@ -30,8 +30,6 @@ class SweepWorker:
             from onmt_optimal.session import Session
 
             self.session = Session(list(translate_args) + (["-gpu", "0"] if on_gpu else []))
-            self.src = os.path.join(tempfile.mkdtemp(prefix="onmt-optimal-sweep-"), "src")
-            self._text = None
         except Exception as err:  # reported by ready(), in the driver
             self.error = err
 
@@ -45,11 +43,11 @@ class SweepWorker:
 
     def decode(self, key, text: str, beam: int, decoders: list, ratio: float) -> tuple:
         """``(key, records)``: ``records[line][k]`` is decoder ``k``'s answer (``Session.decode``)."""
-        if self._text != text:
-            with open(self.src, "w", encoding="utf-8") as f:
+        with tempfile.TemporaryDirectory(prefix="onmt-optimal-sweep-") as tmp:
+            src = os.path.join(tmp, "src")
+            with open(src, "w", encoding="utf-8") as f:
                 f.write(text)
-            self._text = text
-        return key, self.session.decode(self.src, beam, [d.rule(ratio) for d in decoders])
+            return key, self.session.decode(src, beam, [d.rule(ratio) for d in decoders])
 
 
 def decode_many(translate_args: list[str], src_lines: list[str], refs: list[list[str]], jobs: list,
@@ -91,6 +89,8 @@ def decode_many(translate_args: list[str], src_lines: list[str], refs: list[list
                 if progress is not None:
                     progress(1)
             return out, ratio
+        except ray.exceptions.RayError as err:
+            raise worker_error(err) from err
         finally:
             for actor in actors:
                 ray.kill(actor)

@@ -21,7 +21,7 @@ import time
 import uuid
 
 from onmt_optimal.distributed import plan
-from onmt_optimal.distributed.cluster import Cluster
+from onmt_optimal.distributed.cluster import Cluster, worker_error
 
 #: buckets whose parts may be in flight at once (bounds the driver's memory on a corpus of millions of lines)
 WINDOW = 2
@@ -75,7 +75,10 @@ def run(opt, prepare=None, progress=None) -> dict:
             gpus = gpus_per_worker(opt)
             with Cluster(getattr(opt, "ray_address", None), workers, gpus, cpus_per_worker(opt)) as ray:
                 report = _report_to(progress, bar)
-                out, redone = _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report)
+                try:
+                    out, redone = _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report)
+                except ray.exceptions.RayError as err:
+                    raise worker_error(err) from err
         if out is None:
             out = _open_output(opt.output)  # an input with no line leaves an empty output, as in one process
     finally:

@@ -58,7 +58,6 @@ class TranslateWorker:
 
         translator._report_score = report
         translator._log = lambda msg: None
-        self.tmp = tempfile.mkdtemp(prefix="onmt-optimal-worker-")
 
     def ready(self):
         """None once the model is loaded, else the exception that stopped it (re-raised by the driver)."""
@@ -71,16 +70,20 @@ class TranslateWorker:
         """Part ``part`` of ``parts`` of the bucket whose text is ``data``: ``{"key", "lines", "texts", "stats",
         "score_total"}``, lines as indices in the bucket, in increasing order; ``key`` is handed back as given
         and names the part to ``progress`` (a ``progress.Progress`` actor, or None)."""
-        from onmt.constants import CorpusTask
-        from onmt.inputters.dynamic_iterator import build_dynamic_dataset_iter
-
         if self.error is not None:
             raise self.error
         if progress is not None:
             progress.start.remote(key)
-        src = os.path.join(self.tmp, "src")
-        with open(src, "wb") as f:
-            f.write(data)
+        with tempfile.TemporaryDirectory(prefix="onmt-optimal-worker-") as tmp:
+            src = os.path.join(tmp, "src")
+            with open(src, "wb") as f:
+                f.write(data)
+            return self._translate(key, src, data, part, parts, progress)
+
+    def _translate(self, key, src: str, data: bytes, part: int, parts: int, progress) -> dict:
+        from onmt.constants import CorpusTask
+        from onmt.inputters.dynamic_iterator import build_dynamic_dataset_iter
+
         opt, engine = self.opt, self.engine
         opt.src = src
         infer_iter = build_dynamic_dataset_iter(opt, engine.transforms_cls, engine.vocabs, task=CorpusTask.INFER,

@@ -156,6 +156,12 @@ def apply_cli() -> None:
         except CheckpointError as err:
             sys.stderr.write(f"onmt_translate: error: {err}\n")
             raise SystemExit(1)
+        except Exception as err:
+            cluster = sys.modules.get("onmt_optimal.distributed.cluster")  # imported only by -ray_workers runs
+            if cluster is None or not isinstance(err, cluster.WorkerError):
+                raise
+            sys.stderr.write(f"onmt_translate: error: {err}\n")
+            raise SystemExit(1)
 
     main._onmt_optimal = True
     cli.main = main
