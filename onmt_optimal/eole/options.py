@@ -67,10 +67,12 @@ def fields_model():
 
 @lru_cache(maxsize=None)
 def config_class(base=None):
-    """eole's ``PredictConfig`` (or ``base``) with our fields, under the same name (eole's messages name it)."""
+    """eole's ``PredictConfig`` (or ``base``) with our fields, under the same name (eole's messages name it).
+    Ours come first among the bases so that pydantic lists them last (``eole predict -h``); they define no
+    method, so eole's validators and settings are ``base``'s."""
     if base is None:
         from eole.config.run import PredictConfig as base
-    cls = type(base.__name__, (base, fields_model()), {"__module__": __name__, "__qualname__": base.__qualname__})
+    cls = type(base.__name__, (fields_model(), base), {"__module__": __name__, "__qualname__": base.__qualname__})
     cls.model_rebuild(force=True)
     return cls
 
