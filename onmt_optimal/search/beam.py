@@ -75,8 +75,8 @@ class Beam:
         #: (B * beam,) bool: the item holds a real live prefix; each beam starts from its first item
         self.live = torch.arange(B * beam, device=device) % beam == 0
         self.kept = Kept.empty(B, R, K, max_length, self.pad, dtype, device)
-        #: (B, beam) completed hypotheses so far, counted per slot (one operation a step; ``n_completed`` sums)
-        self.completions = torch.zeros((B, beam), dtype=torch.long, device=device)
+        #: (B,) completed hypotheses so far (the statistics; ``TopFinished`` and ``Shrinking`` read it)
+        self.n_completed = torch.zeros(B, dtype=torch.long, device=device)
         self.width = torch.full((B,), beam, dtype=torch.long, device=device) if self.shrinks else None
         self._slots = torch.arange(beam, device=device)
         #: (1, R, beam) which items each rule collects when they complete: all, or only the top one
@@ -142,9 +142,10 @@ class Beam:
         if self._collectable is not None:
             collect = collect & self._collectable
         self.kept.merge(collect, finals, log_prob, t, seq, attn, score_is_log_prob)
-        self.completions += completed
+        counts = completed.sum(dim=1)  # (a sum, then an add: adding the bool mask to a long tensor converts it)
+        self.n_completed.add_(counts)
         if self.shrinks:
-            self.width.sub_(completed.sum(dim=1))
+            self.width.sub_(counts)
         self.live = live.view(-1)
         self._t, self._at_max = t, at_max
 
@@ -160,12 +161,8 @@ class Beam:
         code = self._codes(at_max, live).expand(B, R)
         self.stop_step = torch.where(newly, t, self.stop_step)
         self.stop_code = torch.where(newly, code, self.stop_code)
-        self.stop_completed = torch.where(newly, self.n_completed().unsqueeze(1), self.stop_completed)
+        self.stop_completed = torch.where(newly, self.n_completed.unsqueeze(1), self.stop_completed)
         return (self.stop_step > 0).all(dim=1)
-
-    def n_completed(self) -> torch.Tensor:
-        """(B,) completed hypotheses so far, per example."""
-        return self.completions.sum(dim=1)
 
     def _done(self, r: int, view: StepView, live, completed) -> torch.Tensor:
         score, stop = self.rules[r]
@@ -174,7 +171,7 @@ class Beam:
             bound = torch.where(live, score.bound(view), neg_inf(view.log_prob)).amax(dim=1)
         kept = self.kept.score
         kept = kept.view(kept.shape[0], -1) if len(self.rules) == 1 else kept[:, r]
-        return stop.done(StopView(completed=completed, completions=self.completions, kept_score=kept,
+        return stop.done(StopView(completed=completed, n_completed=self.n_completed, kept_score=kept,
                                   best_bound=bound, width=self.width, n_best=self.n_best))
 
     def _codes(self, at_max: bool, live) -> torch.Tensor:
@@ -200,7 +197,7 @@ class Beam:
         n, R, K = len(rows), len(self.rules), self.n_best
         kept = self.kept
         if R == 1:  # the rule stops with its example, at this step: why depends on whether items are live
-            stop = [self.n_completed().view(B, 1), self._codes(self._at_max, self.live.view(B, self.beam_size))]
+            stop = [self.n_completed.view(B, 1), self._codes(self._at_max, self.live.view(B, self.beam_size))]
         else:
             stop = [torch.stack([self.stop_step, self.stop_code, self.stop_completed], dim=2).view(B, -1)]
         # one float32 row per example (token ids and counts are exact in float32, below 2^24)
@@ -266,7 +263,7 @@ class Beam:
         self.src_len = self.facts[:, 0]
         self.live = self.live.view(-1, beam)[rows].view(-1)
         self.kept = self.kept.select(rows)
-        self.completions = self.completions[rows]
+        self.n_completed = self.n_completed[rows]
         if self.width is not None:
             self.width = self.width[rows]
         if self.stop_step is not None:

@@ -16,19 +16,14 @@ import torch
 class StopView:
     """Per-example facts after the completed hypotheses of this step have been collected. Shapes ``(B,)``.
 
-    ``top_finished``, ``kth_score`` and ``n_completed`` are made on first use (a rule reads few of them)."""
+    ``top_finished`` and ``kth_score`` are sliced on first use (a rule reads one or the other)."""
 
     completed: torch.Tensor  # (B, beam) bool: items of this step's beam that are completed hypotheses
-    completions: torch.Tensor  # (B, beam) long: completed hypotheses collected so far, per slot (summed on use)
+    n_completed: torch.Tensor  # long: completed hypotheses collected so far
     kept_score: torch.Tensor  # (B, n_best) float: best completed scores so far, sorted (-inf: none yet)
     best_bound: torch.Tensor | None  # float: max bound over live items (-inf if none); None unless needs_bound
     width: torch.Tensor  # long: the example's beam size now (shrinks only under ``Shrinking``)
     n_best: int
-
-    @property
-    def n_completed(self) -> torch.Tensor:
-        """long: completed hypotheses collected so far."""
-        return self.completions.sum(dim=1)
 
     @property
     def top_finished(self) -> torch.Tensor:
