@@ -233,6 +233,8 @@ def _report_to(progress, bar):
         if bar is not None and done != bar.n:
             bar.n = done
             bar.refresh()
+            if bar.total is not None and done >= bar.total:
+                bar.close()  # before the closing log lines, as in one process
         if progress is not None:
             progress(done)
 
