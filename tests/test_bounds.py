@@ -67,3 +67,15 @@ def test_no_completion_scores_above_any_ancestor_bound(rule, seed, sharpness, eo
     checked: list = []
     walk(model, scoring, (), 0.0, T, src_len, [], checked)
     assert checked
+
+
+def test_word_reward_bound_rounds_as_its_score():
+    """Found by the property test above: with r = 1.2 and T = 3 the bound's r * T, computed in double and rounded
+    to float32 only when added, was one ulp below the score's float32 r * |y| at |y| = T, so a completion that
+    adds log p = 0 scored above its prefix's bound (-11.925446 > -11.925447)."""
+    rule, T, log_prob = WordReward(1.2), 3, -15.525446891784668
+    prefix = StepView(log_prob=torch.tensor([[log_prob]]), out_len=torch.tensor([[2]]), src_len=torch.tensor([1.0]),
+                      step=2, max_length=T)
+    ended = StepView(log_prob=torch.tensor([[log_prob]]), out_len=torch.tensor([[T]]), src_len=torch.tensor([1.0]),
+                     step=T, max_length=T)
+    assert float(rule.final(ended)) <= float(rule.bound(prefix))

@@ -232,7 +232,11 @@ class WordReward(ScoringRule):
         return view.log_prob + self.reward * view.out_len.to(view.log_prob.dtype)
 
     def bound(self, view: StepView) -> torch.Tensor:
-        return view.log_prob + self.reward * float(view.max_length)
+        # r * T as the score computes r * |y| (a float32 product): r * T in double, rounded to float32 only
+        # when added, can fall one ulp below the score's r * |y| at |y| = T (1.2 * 3: 3.6 against 3.6000001)
+        most = view.once((id(self), "most"), lambda: self.reward * torch.full(
+            (1, 1), float(view.max_length), dtype=view.log_prob.dtype, device=view.log_prob.device))
+        return view.log_prob + most
 
 
 class BPNorm(_Targeted):
