@@ -8,7 +8,8 @@
 #   bash scripts/device_tree.sh restore            # put them back (a session cut off: `git checkout -- models`
 #                                                  # restores them from git just as well)
 #
-# e.g. `bash ../shared/gpu/prepare && bash scripts/device_tree.sh only tvsub-zh-en`, then a device run with
+# e.g. `bash scripts/device_tree.sh only tvsub-zh-en && bash ../shared/gpu/prepare` (this first: it makes the
+# .git/info/ that prepare appends to, which a fresh checkout may lack), then a device run with
 # carry [".gpu"] and `bash .gpu/on-device.sh python3 scripts/bench.py --config tvsub --gpu 0 ...`, then
 # `bash scripts/device_tree.sh restore`. Nothing here is committed: .aside/ goes to .git/info/exclude.
 set -euo pipefail
