@@ -60,7 +60,7 @@ class Session:
         (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...).
         ``progress``, if given, is called with the number of sentences of each batch once translated (e.g. a
         tqdm bar's ``update``)."""
-        from onmt_optimal.opennmt.translator import ordered
+        from onmt_optimal.lines import ordered
 
         translator = self.translator
         translator.beam_size = beam_size

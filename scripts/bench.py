@@ -260,7 +260,7 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
     cannot disturb it. ``time_it=False``: the counting pass only."""
     from tqdm import tqdm
 
-    from onmt_optimal.opennmt.translator import ordered
+    from onmt_optimal.lines import ordered
 
     rows = []
     configurations = [(batch, beam) for batch in batches for beam in beams]

@@ -208,7 +208,7 @@ def _report_lines(search, label, sums) -> list[str]:
     """The closing lines one process logs (``CertifiedTranslator._report_score``; stock's without new flags)."""
     from onmt.translate.translator import Translator
 
-    from onmt_optimal.opennmt.translator import search_report
+    from onmt_optimal.lines import search_report
 
     n = sums["sentences"]
     if search.stock or n == 0 or sums["decoded"] == 0:

@@ -44,7 +44,7 @@ class EoleSession:
     def decode(self, src: str | Path, beam_size: int, rules: list, progress=None) -> list[list[dict]]:
         """Decode ``src`` once with ``rules`` (sharing one beam): ``result[line][rule]`` is that rule's record
         (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...)."""
-        from onmt_optimal.eole.translator import ordered
+        from onmt_optimal.lines import ordered
 
         translator = self.translator
         translator.beam_size = beam_size

@@ -18,13 +18,12 @@ batch of one.
 """
 from __future__ import annotations
 
-import json
-import math
 
 import torch
 from eole.predict.generator import GeneratorLM
 from eole.predict.translator import Translator
 
+from onmt_optimal import lines
 from onmt_optimal.eole import empty_lines
 from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSearchLM
 from onmt_optimal.eole.options import OptionError, search_config
@@ -53,7 +52,7 @@ class Certified:
         self._answer_empty_lines(batch, results, stats, rule_results)
         if "cid" in batch:  # (sub-batches of eole's _maybe_retranslate have none)
             for i in range(len(batch["srclen"])):
-                key = _line_key(batch, i)
+                key = lines.key(batch, i)
                 self._stats[key] = stats[i]
                 if search.collect:
                     self._rule_results[key] = rule_results[i]
@@ -87,7 +86,7 @@ class Certified:
         """Answer each empty source line with nothing (score 0, stop reason ``empty_source``)."""
         rules = self.search.rules
         for i, length in enumerate(batch["srclen"].tolist()):
-            if "cid" not in batch or not empty_lines.take(_line_key(batch, i)):
+            if "cid" not in batch or not empty_lines.take(lines.key(batch, i)):
                 continue
             device = batch["src"].device
             eos = torch.tensor([self._tgt_eos_idx[0]], device=device)
@@ -98,8 +97,8 @@ class Certified:
                 results["n_text_tokens"][i] = [0] * self.n_best
             empty = {"steps": 0, "stop_reason": "empty_source", "score": 0.0, "log_prob": 0.0, "length": 0,
                      "target_length": None, "src_length": 0, "completed": 0}
-            stats[i] = dict(empty, target_length=_empty_target(rules[0][0]))
-            rule_results[i] = [dict(empty, tokens=[], target_length=_empty_target(score)) for score, _ in rules]
+            stats[i] = dict(empty, target_length=lines.empty_target(rules[0][0]))
+            rule_results[i] = [dict(empty, tokens=[], target_length=lines.empty_target(score)) for score, _ in rules]
 
     # ---------------------------------------------------------------- a whole input
     def _predict(self, infer_iter, *args, **kwargs):
@@ -111,30 +110,20 @@ class Certified:
         finally:
             empty_lines.active = False
         if not self.search.stock and self.search.stats_file:
-            with open(self.search.stats_file, "w", encoding="utf-8") as out:
-                for key in sorted(self._stats, key=_line_order):
-                    out.write(json.dumps(dict(line=key[1] + 1, **self._stats[key])) + "\n")
+            lines.write_stats(self.search.stats_file, self._stats)
         return result
 
     def _report_score(self, name, score_total, nb_sentences):
         """Stock's line without new options. With them, stock's ``PRED SCORE`` would be the mean of the search's
         score: report the mean log-probability per output token (EOS counted) and the perplexity from it, then
         the rule's mean score."""
-        decoded = [s for s in self._stats.values() if s["stop_reason"] != "empty_source"]
-        if name != "PRED" or self.search.stock or not decoded:
+        report = None
+        if name == "PRED" and not self.search.stock:
+            report = lines.report(self._stats.values(), nb_sentences, self.search.scoring)
+        if report is None:
             return super()._report_score(name, score_total, nb_sentences)
-        log_prob = sum(s["log_prob"] for s in decoded)
-        tokens = sum(s["length"] + 1 for s in decoded)
-        try:
-            ppl = math.exp(-log_prob / tokens)
-        except OverflowError:
-            ppl = float("inf")
-        rule = self.search.scoring
-        label = rule.describe() if hasattr(rule, "describe") else type(rule).__name__
-        self._log(f"PRED LOG-PROB PER TOKEN: {log_prob / tokens:.4f}, PRED PPL: {ppl:.2f} (from log-probabilities, "
-                  f"EOS counted; {tokens} tokens) NB SENTENCES: {nb_sentences}")
-        return (f"PRED MEAN SCORE: {sum(s['score'] for s in decoded) / len(decoded):.4f} per sentence, of the "
-                f"search's score {label} (mean log-probability per sentence: {log_prob / len(decoded):.4f})")
+        self._log(report[0])
+        return report[1]
 
 
 class CertifiedTranslator(Certified, Translator):
@@ -213,23 +202,3 @@ def _merge(batch: dict, parts: list) -> tuple:
         for j, row in enumerate(rows):
             stats[row], rule_results[row] = part_stats[j], part_rules[j]
     return results, stats, rule_results
-
-
-# ------------------------------------------------------------------------ lines
-def _empty_target(scoring):
-    """``l`` of an empty source line (|x| = 0): 0.0 for a rule with a length ratio, else None."""
-    target = scoring.target_length(torch.zeros(1)) if hasattr(scoring, "target_length") else None
-    return None if target is None else float(target[0])
-
-
-def ordered(records: dict) -> list:
-    """Per-line records (keyed by corpus id and line) in input order."""
-    return [records[key] for key in sorted(records, key=_line_order)]
-
-
-def _line_key(batch, i):
-    return (batch["cid"][i], int(batch["cid_line_number"][i]))
-
-
-def _line_order(key):
-    return (str(key[0]), key[1])

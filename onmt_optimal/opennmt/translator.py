@@ -18,14 +18,13 @@ output is stock OpenNMT-py's wherever stock produces one.
 from __future__ import annotations
 
 import gc
-import json
-import math
 import sys
 
 import torch
 from onmt.decoders.decoder import InputFeedRNNDecoder
 from onmt.translate.translator import Translator
 
+from onmt_optimal import lines
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.opennmt.options import SearchConfig
@@ -84,9 +83,9 @@ class CertifiedTranslator(Translator):
         self._answer_empty_lines(batch, results, stats, rule_results, search)
         for i in range(len(batch["srclen"])):
             if stats is not None:
-                self._stats[_line_key(batch, i)] = stats[i]
+                self._stats[lines.key(batch, i)] = stats[i]
             if rule_results is not None:
-                self._rule_results[_line_key(batch, i)] = rule_results[i]
+                self._rule_results[lines.key(batch, i)] = rule_results[i]
         if self.with_score:  # stock hands out Python floats here and then calls .item() on them
             results["scores"] = [[torch.as_tensor(s) for s in scores] for scores in results["scores"]]
         if self.progress is not None and "cid" in batch:  # (sub-batches of stock's _maybe_retranslate have none)
@@ -108,7 +107,7 @@ class CertifiedTranslator(Translator):
     def _answer_empty_lines(self, batch, results, stats, rule_results=None, search=None) -> None:
         """A placeholder stood in for each empty source line (see ``empty_lines``): answer it with nothing."""
         for i in range(len(batch["srclen"])):
-            if not empty_lines.take(_line_key(batch, i)):
+            if not empty_lines.take(lines.key(batch, i)):
                 continue
             device = batch["src"].device
             eos = torch.tensor([self._tgt_eos_idx], device=device)
@@ -121,9 +120,9 @@ class CertifiedTranslator(Translator):
                      "target_length": None, "src_length": 0, "completed": 0}
             rules = search.rules if search is not None and not search.stock else []
             if stats is not None:
-                stats[i] = dict(empty, target_length=_empty_target(rules[0][0]) if rules else None)
+                stats[i] = dict(empty, target_length=lines.empty_target(rules[0][0]) if rules else None)
             if rule_results is not None:
-                rule_results[i] = [dict(empty, tokens=[], target_length=_empty_target(score))
+                rule_results[i] = [dict(empty, tokens=[], target_length=lines.empty_target(score))
                                    for score, _ in rules[: len(rule_results[i])]]
 
     # ---------------------------------------------------------------- a whole input
@@ -148,10 +147,7 @@ class CertifiedTranslator(Translator):
             self.out_file.open()  # an input with no line leaves an empty output, as in stock
         search = getattr(self, "search", None)
         if search is not None and search.stats_file:
-            with open(search.stats_file, "w", encoding="utf-8") as out:
-                for key in sorted(self._stats, key=_line_order):
-                    record = dict(line=key[1] + 1, **self._stats[key])
-                    out.write(json.dumps(record) + "\n")
+            lines.write_stats(search.stats_file, self._stats)
         return result
 
     def _progress_bar(self):
@@ -179,30 +175,11 @@ class CertifiedTranslator(Translator):
         search = getattr(self, "search", None)
         if name != "PRED" or search is None or search.stock or nb_sentences == 0:
             return super()._report_score(name, score_total, nb_sentences)
-        decoded = [s for s in self._stats.values() if s["stop_reason"] != "empty_source"]
-        if not decoded:
+        report = lines.report(self._stats.values(), nb_sentences, search.scoring)
+        if report is None:
             return super()._report_score(name, score_total, nb_sentences)
-        rule = search.scoring
-        label = rule.describe() if hasattr(rule, "describe") else type(rule).__name__
-        first, second = search_report(sum(s["log_prob"] for s in decoded), sum(s["length"] + 1 for s in decoded),
-                                      sum(s["score"] for s in decoded), len(decoded), nb_sentences, label)
-        self._log(first)
-        return second
-
-
-def search_report(log_prob: float, tokens: int, score: float, decoded: int, nb_sentences: int,
-                  label: str) -> list[str]:
-    """The two closing lines under new flags, from sums over the ``decoded`` sentences (empty source lines left
-    out): log-probability, tokens (EOS counted) and the search's score. Also written by the Ray driver."""
-    per_token = log_prob / tokens
-    try:
-        ppl = math.exp(-per_token)
-    except OverflowError:
-        ppl = float("inf")
-    return [f"PRED LOG-PROB PER TOKEN: {per_token:.4f}, PRED PPL: {ppl:.2f} (from log-probabilities, EOS "
-            f"counted; {tokens} tokens) NB SENTENCES: {nb_sentences}",
-            f"PRED MEAN SCORE: {score / decoded:.4f} per sentence, of the search's score {label} "
-            f"(mean log-probability per sentence: {log_prob / decoded:.4f})"]
+        self._log(report[0])
+        return report[1]
 
 
 class _Peeked:
@@ -240,24 +217,3 @@ def _count_lines(path) -> int | None:
             return sum(1 for _ in f)
     except (OSError, TypeError):
         return None
-
-
-def _empty_target(scoring):
-    """``l`` of an empty source line (|x| = 0) under ``scoring``: 0.0 for a rule with a length ratio, else None,
-    the same type as the rule reports on other lines."""
-    target = scoring.target_length(torch.zeros(1)) if hasattr(scoring, "target_length") else None
-    return None if target is None else float(target[0])
-
-
-def ordered(records: dict) -> list:
-    """Per-line records (keyed by corpus id and line) in input order."""
-    return [records[key] for key in sorted(records, key=_line_order)]
-
-
-def _line_key(batch, i):
-    return (batch["cid"][i], int(batch["cid_line_number"][i]))
-
-
-def _line_order(key):
-    return (str(key[0]), key[1])
-

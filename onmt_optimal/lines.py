@@ -1,0 +1,70 @@
+"""Per-line results, the same in every adapter: their keys and input order, the statistics file, the closing report.
+
+OpenNMT-py and eole batch sentences sorted by length, so results come back out of order; each keeps, per
+example of a batch, the corpus it came from (``batch["cid"]``) and its line number there
+(``batch["cid_line_number"]``). A line's results are kept under ``key(batch, i)`` and written back in input order
+(``ordered``): one JSON record per line in the statistics file (``write_stats``), and, under the new flags,
+the two closing lines of ``report`` in place of stock's ``PRED SCORE`` / ``PRED PPL`` (which would take a
+reward-augmented score for a log-probability, a "perplexity" below 1).
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+
+
+def key(batch, i: int) -> tuple:
+    """The key of example ``i`` of ``batch``: (corpus id, line number in it)."""
+    return (batch["cid"][i], int(batch["cid_line_number"][i]))
+
+
+def order(line_key: tuple) -> tuple:
+    """Sort key: input order (corpus ids compared as text)."""
+    return (str(line_key[0]), line_key[1])
+
+
+def ordered(records: dict) -> list:
+    """Per-line records (keyed by ``key``) in input order."""
+    return [records[k] for k in sorted(records, key=order)]
+
+
+def write_stats(path: str, stats: dict) -> None:
+    """The statistics file: one JSON record per line, in input order, ``line`` numbered from 1."""
+    with open(path, "w", encoding="utf-8") as out:
+        for k in sorted(stats, key=order):
+            out.write(json.dumps(dict(line=k[1] + 1, **stats[k])) + "\n")
+
+
+def empty_target(scoring):
+    """``l`` of an empty source line (|x| = 0) under ``scoring``: 0.0 for a rule with a length ratio, else None,
+    the same type as the rule reports on other lines."""
+    target = scoring.target_length(torch.zeros(1)) if hasattr(scoring, "target_length") else None
+    return None if target is None else float(target[0])
+
+
+def report(stats, nb_sentences: int, scoring) -> list[str] | None:
+    """The two closing lines under the new flags from the per-line ``stats`` (empty source lines left out), or
+    None when no line was decoded (the toolkit's own line then stands)."""
+    decoded = [s for s in stats if s["stop_reason"] != "empty_source"]
+    if not decoded:
+        return None
+    label = scoring.describe() if hasattr(scoring, "describe") else type(scoring).__name__
+    return search_report(sum(s["log_prob"] for s in decoded), sum(s["length"] + 1 for s in decoded),
+                         sum(s["score"] for s in decoded), len(decoded), nb_sentences, label)
+
+
+def search_report(log_prob: float, tokens: int, score: float, decoded: int, nb_sentences: int,
+                  label: str) -> list[str]:
+    """The two closing lines from sums over the ``decoded`` sentences: log-probability, tokens (EOS counted) and
+    the search's score (also written by the Ray driver, which sums what its workers decoded)."""
+    per_token = log_prob / tokens
+    try:
+        ppl = math.exp(-per_token)
+    except OverflowError:
+        ppl = float("inf")
+    return [f"PRED LOG-PROB PER TOKEN: {per_token:.4f}, PRED PPL: {ppl:.2f} (from log-probabilities, EOS "
+            f"counted; {tokens} tokens) NB SENTENCES: {nb_sentences}",
+            f"PRED MEAN SCORE: {score / decoded:.4f} per sentence, of the search's score {label} "
+            f"(mean log-probability per sentence: {log_prob / decoded:.4f})"]
