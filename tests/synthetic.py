@@ -5,17 +5,25 @@ example decodes identically alone or in any batch. ``reference_beam`` is an inde
 implementation of the paper's beam (Section 2): B_i = top-b expansions of the live items of B_{i-1};
 items ending in EOS (or reaching max_length) are completed and leave the beam. It returns every completed
 hypothesis in the order the beam completes them.
+
+``run_strategy`` runs the search on ``DEVICE``: the CPU, or what ``ONMT_OPTIMAL_TEST_DEVICE`` names (e.g.
+``ONMT_OPTIMAL_TEST_DEVICE=cuda pytest tests/test_certificate.py tests/test_device_reads.py`` on a machine with
+a GPU: the property tests then check the search on the accelerator against the same plain-Python references).
 """
 from __future__ import annotations
 
 import hashlib
 import math
+import os
 import random
 
 import torch
 from onmt.translate.beam_search import GNMTGlobalScorer
 
 PAD, BOS, EOS, UNK = 1, 2, 3, 0
+
+#: where ``run_strategy`` puts the search's tensors
+DEVICE = torch.device(os.environ.get("ONMT_OPTIMAL_TEST_DEVICE", "cpu"))
 
 
 class SyntheticModel:
@@ -54,15 +62,15 @@ def make_scorer(length_penalty: str = "none", alpha: float = 1.0) -> GNMTGlobalS
 def run_strategy(strategy, model: SyntheticModel, examples: list[int], src_lens: list[int]):
     """Run the OpenNMT-py decode loop (translator.py's _translate_batch_with_strategy, without a network)."""
     B = len(examples)
-    enc_out = torch.zeros(B, max(src_lens), 1)
-    strategy.initialize(enc_out, torch.tensor(src_lens))
+    enc_out = torch.zeros(B, max(src_lens), 1, device=DEVICE)
+    strategy.initialize(enc_out, torch.tensor(src_lens, device=DEVICE))
     row_example = torch.tensor(examples).repeat_interleave(strategy.beam_size)
     steps = 0
     for _ in range(strategy.max_length):
         seqs = strategy.alive_seq.tolist()
         log_probs = torch.stack(
             [model.log_probs(int(row_example[r]), tuple(seq[1:])) for r, seq in enumerate(seqs)]
-        )
+        ).to(DEVICE)
         strategy.advance(log_probs, None)
         steps += 1
         any_finished = any(any(sub) for sub in strategy.is_finished_list)
@@ -70,9 +78,7 @@ def run_strategy(strategy, model: SyntheticModel, examples: list[int], src_lens:
             strategy.update_finished()
             if strategy.done:
                 break
-            row_example = row_example[strategy.select_indices]
-        else:
-            row_example = row_example[strategy.select_indices]
+        row_example = row_example[strategy.select_indices.cpu()]  # the harness's read, not the search's
     return steps
 
 
