@@ -30,6 +30,20 @@ def ordered(records: dict) -> list:
     return [records[k] for k in sorted(records, key=order)]
 
 
+def with_texts(records: list, ids_to_tokens, detokenize=None) -> list:
+    """Give every rule's record of every line (``records[line][rule]``, with its 1-best ``tokens`` as ids) its
+    ``text``: the tokens as words, through ``detokenize`` (the model's reverse transforms, a function of the
+    list of all texts) when there is one. Returns ``records``."""
+    texts = [" ".join(ids_to_tokens[i] for i in rule["tokens"]) for line in records for rule in line]
+    if detokenize is not None:
+        texts = detokenize(texts)
+    it = iter(texts)
+    for line in records:
+        for rule in line:
+            rule["text"] = next(it)
+    return records
+
+
 def write_stats(path: str, stats: dict) -> None:
     """The statistics file: one JSON record per line, in input order, ``line`` numbered from 1."""
     with open(path, "w", encoding="utf-8") as out:

@@ -60,7 +60,7 @@ class Session:
         (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...).
         ``progress``, if given, is called with the number of sentences of each batch once translated (e.g. a
         tqdm bar's ``update``)."""
-        from onmt_optimal.lines import ordered
+        from onmt_optimal.lines import ordered, with_texts
 
         translator = self.translator
         translator.beam_size = beam_size
@@ -70,16 +70,8 @@ class Session:
             self.infer(src)
         finally:
             translator.progress = None
-        records = ordered(translator._rule_results)
-        ids_to_tokens = self.vocabs["tgt"].ids_to_tokens
-        texts = [" ".join(ids_to_tokens[i] for i in rule["tokens"]) for line in records for rule in line]
-        if self.pipe is not None:
-            texts = self.pipe.batch_apply_reverse(texts)
-        it = iter(texts)
-        for line in records:
-            for rule in line:
-                rule["text"] = next(it)
-        return records
+        return with_texts(ordered(translator._rule_results), self.vocabs["tgt"].ids_to_tokens,
+                          self.pipe.batch_apply_reverse if self.pipe is not None else None)
 
     # ------------------------------------------------------------------ lengths the model sees
     def model_lengths(self, lines: list[str], side: str) -> list[int]:

@@ -44,7 +44,7 @@ class EoleSession:
     def decode(self, src: str | Path, beam_size: int, rules: list, progress=None) -> list[list[dict]]:
         """Decode ``src`` once with ``rules`` (sharing one beam): ``result[line][rule]`` is that rule's record
         (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...)."""
-        from onmt_optimal.lines import ordered
+        from onmt_optimal.lines import ordered, with_texts
 
         translator = self.translator
         translator.beam_size = beam_size
@@ -54,16 +54,8 @@ class EoleSession:
             self.infer(src)
         finally:
             translator.progress = None
-        records = ordered(translator._rule_results)
-        ids_to_tokens = self.vocabs["tgt"].ids_to_tokens
-        texts = [" ".join(ids_to_tokens[i] for i in rule["tokens"]) for line in records for rule in line]
-        if self.engine.transforms:
-            texts = self.engine.transform_pipe.batch_apply_reverse(texts)
-        it = iter(texts)
-        for line in records:
-            for rule in line:
-                rule["text"] = next(it)
-        return records
+        return with_texts(ordered(translator._rule_results), self.vocabs["tgt"].ids_to_tokens,
+                          self.engine.transform_pipe.batch_apply_reverse if self.engine.transforms else None)
 
     # ------------------------------------------------------------------ lengths the model sees
     def model_lengths(self, lines: list[str], side: str) -> list[int]:
