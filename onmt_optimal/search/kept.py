@@ -54,11 +54,6 @@ class Kept:
             pad=pad,
         )
 
-    @property
-    def log_probs(self) -> torch.Tensor:
-        """(B, R, K): log p(y|x) of every kept hypothesis."""
-        return self.score if self.log_prob is None else self.log_prob
-
     def merge(self, completed, score, log_prob, t: int, seq, attn=None, score_is_log_prob: bool = False) -> None:
         """Merge the hypotheses completed at step ``t``.
 
