@@ -57,14 +57,14 @@ class CoreDriven:
         t = len(self) - 1  # tokens generated, this step's included
         log_prob = self._exact_log_prob_of(sums, t)
         eos = self._eos_mask()
-        seq = self.alive_seq.view(B, self.beam_size, t + 1)[:, :, 1:]
+        seq = self.alive_seq.view(B, self.beam_size, t + 1)  # the start token, then the tokens
         items_attn = None
         if self.alive_attn is not None and self.return_attention:
             items_attn = self.alive_attn.view(B, self.beam_size, t, self.alive_attn.shape[-1])
-        done = self.core.step(t, self.select_indices, eos, log_prob, self.topk_scores, seq, items_attn)
+        done = self.core.step(t, self._batch_index, eos, log_prob, self.topk_scores, seq, items_attn)
         # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam, do
         # the items that fell outside it
-        finished = ~self.core.live.view(B, self.beam_size) if self.core.shrinks else eos
+        finished = ~self.core.live if self.core.shrinks else eos
         self.topk_log_probs.masked_fill_(finished, FINISHED_MASK)
         self._done_mask = done
         self._done = done.tolist()  # the one read on the host per step
@@ -93,9 +93,9 @@ class CoreDriven:
         staying = [i for i, d in enumerate(done) if not d]
         # the rows that stay, then those that leave, each in batch order, as device indices made on the device:
         # a host-made index would be copied to the device, which waits for the device (a synchronization)
-        order = torch.sort(self._done_mask.to(torch.int8), stable=True).indices
+        order = torch.sort(self._done_mask.view(torch.int8), stable=True).indices  # (a bitcast)
         predictions = self.alive_seq.view(B_old, beam, step)
-        answers = self.core.answers(leaving, predictions[:, 0, 1:], order[len(staying):] if staying else None)
+        answers = self.core.answers(leaving, predictions, order[len(staying):] if staying else None)
         self._hand_over(leaving, answers)
         if not staying:
             self.done = True
@@ -140,7 +140,7 @@ class CoreDriven:
                     self.attention[b].append([])
                 else:
                     k = min(k, first["kept"] - 1) if first["kept"] else 0
-                    self.attention[b].append(kept_attn[row, 0, k, : len(tokens), : first["src_length"]])
+                    self.attention[b].append(kept_attn[row, k, : len(tokens), : first["src_length"]])
                 self._answered(b, tokens)
             self.search_stats[b] = {key: first[key] for key in STATS}
             self.rule_results[b] = [{key: result[key] for key in (*STATS, "tokens")} for result in per_rule]

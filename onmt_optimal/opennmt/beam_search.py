@@ -82,20 +82,20 @@ class CertifiedBeamSearch(CoreDriven, BeamSearch):
             self.topk_log_probs = self.topk_scores * length_penalty
         self.select_indices = self._batch_index.view(_B * self.beam_size)
         self.alive_seq = torch.cat(
-            [self.alive_seq.index_select(0, self.select_indices), self.topk_ids.view(_B * self.beam_size, 1)], -1
+            [self.alive_seq[self.select_indices], self.topk_ids.view(_B * self.beam_size, 1)], -1
         )
         self.maybe_update_forbidden_tokens()
         if self.return_attention or self._cov_pen:
-            current_attn = attn.index_select(0, self.select_indices)
+            current_attn = attn[self.select_indices]
             if step == 1:
                 self.alive_attn = current_attn
                 if self._cov_pen:
                     self._prev_penalty = torch.zeros_like(self.topk_log_probs)
                     self._coverage = current_attn
             else:
-                self.alive_attn = torch.cat([self.alive_attn.index_select(0, self.select_indices), current_attn], 1)
+                self.alive_attn = torch.cat([self.alive_attn[self.select_indices], current_attn], 1)
                 if self._cov_pen:
-                    self._coverage = self._coverage.index_select(0, self.select_indices)
+                    self._coverage = self._coverage[self.select_indices]
                     self._coverage += current_attn
                     self._prev_penalty = self.global_scorer.cov_penalty(
                         self._coverage, beta=self.global_scorer.beta

@@ -72,18 +72,24 @@ class Beam:
             self.src_len.new_full((B,), float("nan")) if target is None else target
             for target in (score.target_length(self.src_len) for score, _ in self.rules)], dim=1)
         self._targeted = [score.target_length(self.src_len[:0]) is not None for score, _ in self.rules]
-        #: (B * beam,) bool: the item holds a real live prefix; each beam starts from its first item
-        self.live = torch.arange(B * beam, device=device) % beam == 0
-        self.kept = Kept.empty(B, R, K, max_length, self.pad, dtype, device)
-        #: (B,) completed hypotheses so far (the statistics; ``TopFinished`` and ``Shrinking`` read it)
-        self.n_completed = torch.zeros(B, dtype=torch.long, device=device)
-        self.width = torch.full((B,), beam, dtype=torch.long, device=device) if self.shrinks else None
+        #: (B, beam) bool: the item holds a real live prefix; each beam starts from its first item
         self._slots = torch.arange(beam, device=device)
-        #: (1, R, beam) which items each rule collects when they complete: all, or only the top one
+        self.live = (self._slots == 0).repeat(B, 1)
+        self.kept = Kept.empty(B, R, K, max_length, self.pad, dtype, device)
+        #: (B, beam) completed hypotheses so far per beam slot (their sum per example is the statistic; a sum
+        #: only when read: adding the step's mask costs fewer operations than summing it every step). Counts,
+        #: codes and steps are float32 (exact below 2^24) so that they cross to the host in the same tensor
+        #: as the scores without a conversion
+        self.completions = torch.zeros((B, beam), dtype=torch.float, device=device)
+        #: (B, 1) the example's beam size now (a shrinking beam only)
+        self.width = torch.full((B, 1), beam, dtype=torch.long, device=device) if self.shrinks else None
+        #: (1, beam) or (1, R, beam): which items each rule collects when they complete: all, or the top one
         self._collectable = None
         if any(stop.top_only for _, stop in self.rules):
             self._collectable = torch.stack([self._slots == 0 if stop.top_only else self._slots >= 0
                                              for _, stop in self.rules]).unsqueeze(0)
+            if R == 1:
+                self._collectable = self._collectable.view(1, beam)
         self._offsets = torch.arange(0, B * beam, beam, device=device).unsqueeze(1)  # (B, 1) first row
         self._vocab = None  # (V as a 0-d tensor, V)
         self._memo = {}  # the rules' per-batch constants (``StepView.once``)
@@ -91,13 +97,14 @@ class Beam:
         #: many completed hypotheses; one rule stops with its example, so this is read off the last step
         self.stop_step = self.stop_code = self.stop_completed = None
         if R > 1:
-            self.stop_step = torch.zeros((B, R), dtype=torch.long, device=device)
-            self.stop_code = torch.zeros((B, R), dtype=torch.long, device=device)
-            self.stop_completed = torch.zeros((B, R), dtype=torch.long, device=device)
+            self.stop_step = torch.zeros((B, R), dtype=torch.float, device=device)
+            self.stop_code = torch.zeros((B, R), dtype=torch.float, device=device)
+            self.stop_completed = torch.zeros((B, R), dtype=torch.float, device=device)
         #: the code of a stop by the rule itself: its own reason, or a heuristic bound's; (1, R) on the device
         self._rule_codes = torch.tensor(
             [[PREDICTED if stop.certified and not score.bound_is_proof else RULE for score, stop in self.rules]],
-            device=device)
+            dtype=torch.float, device=device)
+        self._all_finished = torch.tensor(float(ALL_FINISHED), device=device)
 
     # ------------------------------------------------------------------ one step
     def pick(self, scores: torch.Tensor):
@@ -116,72 +123,80 @@ class Beam:
              stock_score: torch.Tensor | None, seq: torch.Tensor, attn: torch.Tensor | None = None):
         """Collect the hypotheses completed at step ``t`` and apply the stopping rules.
 
-        ``parents`` (B * beam,): each item's parent row; ``eos`` (B, beam): its token is EOS; ``log_prob``
-        (B, beam): its exact cumulative log p; ``stock_score``: the toolkit's own score of it; ``seq``
-        (B, beam, t) its tokens (BOS excluded); ``attn`` (B, beam, t, S) or None. Returns the ``(B,)`` mask of
-        examples every rule is done with (all of them at ``t = T``)."""
+        ``parents`` (B, beam): each item's parent row (``pick``); ``eos`` (B, beam): its token is EOS;
+        ``log_prob`` (B, beam): its exact cumulative log p; ``stock_score``: the toolkit's own score of it; ``seq``
+        (B, beam, 1 + t): the start token and its tokens; ``attn`` (B, beam, t, S) or None. Returns the ``(B,)``
+        mask of examples every rule is done with (all of them at ``t = T``).
+
+        Per-example facts are ``(B, 1)`` columns throughout (``StopView``): they meet ``(B, beam)`` tensors
+        without a view."""
         B, beam = eos.shape
         at_max = t >= self.max_length
-        real = self.live.gather(0, parents).view(B, beam)
+        real = torch.take(self.live, parents)
         if self.shrinks:  # only the example's current width of top items is its beam
-            real &= self._slots < self.width.unsqueeze(1)
-        completed = real if at_max else real & eos  # at T every real item ends, as in stock
-        live = real ^ completed
+            real &= self._slots < self.width
+        completed = real if at_max else torch.bitwise_and(real, eos)  # at T every real item ends, as in stock
+        live = real != completed
         view = StepView(log_prob=log_prob, out_len=t - eos.long() if self._reads_length else None,
                         src_len=self.src_len, step=t, max_length=self.max_length, stock_score=stock_score,
                         memo=self._memo)
         R = len(self.rules)
         finals = [score.final(view) for score, _ in self.rules]
         score_is_log_prob = all(final is log_prob for final in finals)
-        if R == 1:
-            finals = finals[0].view(B, 1, beam)
-            collect = completed.view(B, 1, beam)
+        if R == 1:  # (B, beam): Kept takes one rule's items as they are
+            finals, collect = finals[0], completed
         else:
             finals = torch.stack(finals, dim=1)
             collect = completed.unsqueeze(1) & (self.stop_step == 0).unsqueeze(2)
         if self._collectable is not None:
             collect = collect & self._collectable
         self.kept.merge(collect, finals, log_prob, t, seq, attn, score_is_log_prob)
-        counts = completed.sum(dim=1)  # (a sum, then an add: adding the bool mask to a long tensor converts it)
-        self.n_completed.add_(counts)
+        self.completions.add_(completed)
         if self.shrinks:
-            self.width.sub_(counts)
-        self.live = live.view(-1)
+            self.width.sub_(completed.sum(dim=1, keepdim=True))
+        self.live = live
         self._t, self._at_max = t, at_max
 
         if R == 1:
             if at_max:
                 return torch.ones(B, dtype=torch.bool, device=eos.device)
-            return self._done(0, view, live, completed)
+            return self._done(0, view, live, completed).view(B)
+        n_completed = self.n_completed
         if at_max:
             newly = self.stop_step == 0
         else:
-            newly = torch.stack([self._done(r, view, live, completed) for r in range(R)], dim=1)  # (B, R)
+            newly = torch.cat([self._done(r, view, live, completed) for r in range(R)], dim=1)
             newly &= self.stop_step == 0
         code = self._codes(at_max, live).expand(B, R)
         self.stop_step = torch.where(newly, t, self.stop_step)
         self.stop_code = torch.where(newly, code, self.stop_code)
-        self.stop_completed = torch.where(newly, self.n_completed.unsqueeze(1), self.stop_completed)
+        self.stop_completed = torch.where(newly, n_completed, self.stop_completed)
         return (self.stop_step > 0).all(dim=1)
 
+    @property
+    def n_completed(self) -> torch.Tensor:
+        """(B, 1) completed hypotheses so far (the statistics; ``TopFinished`` and ``Shrinking`` read it)."""
+        return self.completions.sum(dim=1, keepdim=True)
+
     def _done(self, r: int, view: StepView, live, completed) -> torch.Tensor:
+        """(B, 1): rule ``r`` is done with the example."""
         score, stop = self.rules[r]
         bound = None
-        if stop.needs_bound:
-            bound = torch.where(live, score.bound(view), neg_inf(view.log_prob)).amax(dim=1)
-        kept = self.kept.score
-        kept = kept.view(kept.shape[0], -1) if len(self.rules) == 1 else kept[:, r]
-        return stop.done(StopView(completed=completed, n_completed=self.n_completed, kept_score=kept,
-                                  best_bound=bound, width=self.width, n_best=self.n_best))
+        if stop.needs_bound:  # (B, 1): the best bound of a live item (max with keepdim: a single operation)
+            bound = torch.where(live, score.bound(view), neg_inf(view.log_prob)).max(dim=1, keepdim=True).values
+        K = self.n_best
+        kept = self.kept.score if len(self.rules) == 1 else self.kept.score[:, r * K:(r + 1) * K]
+        return stop.done(StopView(completed=completed, completions=self.completions, kept_score=kept,
+                                  best_bound=bound, width=self.width, n_best=K))
 
     def _codes(self, at_max: bool, live) -> torch.Tensor:
         """(B, R) why each rule stops at this step, if it does."""
         if at_max:
-            return torch.full((live.shape[0], 1), MAX_LENGTH, device=live.device)
-        return torch.where(live.any(dim=1, keepdim=True), self._rule_codes, ALL_FINISHED)
+            return torch.full((live.shape[0], 1), float(MAX_LENGTH), device=live.device)
+        return torch.where(live.any(dim=1, keepdim=True), self._rule_codes, self._all_finished)
 
     # ------------------------------------------------------------------ examples leave
-    def answers(self, rows: list[int], top_items: torch.Tensor, index: torch.Tensor | None = None) -> list[list[dict]]:
+    def answers(self, rows: list[int], items: torch.Tensor, index: torch.Tensor | None = None) -> list[list[dict]]:
         """The answers of the examples at batch rows ``rows`` (those ``step`` just said are done): per row, per
         rule, ``{"hypotheses": [(score, tokens), ...] (n_best, best first), "kept" (how many of them are
         distinct: the last one is repeated up to n_best), "steps", "stop_reason", "score",
@@ -190,24 +205,24 @@ class Beam:
 
         Everything crosses to the host in one transfer. ``index``: ``rows`` as a device tensor, if the caller
         has one (else it is made here: a copy to the device, which waits for it on an accelerator); None
-        when every example leaves. ``top_items`` (B, t): the tokens of each beam's top item, read only for an
-        example whose every hypothesis scored -inf (it kept none): a second transfer in that degenerate case
-        alone."""
+        when every example leaves. ``items`` (B, beam, 1 + t): the beam's items (the start token, then the
+        tokens); the top one's tokens are read only for an example whose every hypothesis scored -inf (it kept
+        none): a second transfer in that degenerate case alone."""
         B = self.src_len.shape[0]
         n, R, K = len(rows), len(self.rules), self.n_best
         kept = self.kept
         if R == 1:  # the rule stops with its example, at this step: why depends on whether items are live
-            stop = [self.n_completed.view(B, 1), self._codes(self._at_max, self.live.view(B, self.beam_size))]
+            stop = [self.n_completed, self._codes(self._at_max, self.live)]
         else:
             stop = [torch.stack([self.stop_step, self.stop_code, self.stop_completed], dim=2).view(B, -1)]
         # one float32 row per example (token ids and counts are exact in float32, below 2^24)
-        log_probs = [] if kept.log_prob is None else [kept.log_prob.view(B, -1)]  # else the scores
-        packed = torch.cat([kept.score.view(B, -1), *log_probs, *stop, self.facts, kept.seq.view(B, -1)], dim=1)
+        log_probs = [] if kept.log_prob is None else [kept.log_prob]  # else the scores
+        packed = torch.cat([kept.score, *log_probs, *stop, self.facts, kept.seq.view(B, -1)], dim=1)
         if n < B:
             packed = packed[torch.tensor(rows, device=packed.device) if index is None else index]
         packed = packed.tolist()
 
-        T = kept.seq.shape[3]
+        T1 = kept.seq.shape[2]  # the start token, then T tokens
         out = []
         for j, row in enumerate(packed):
             score = row[:R * K]
@@ -226,11 +241,11 @@ class Beam:
                     i = r * K + k
                     if score[i] == NEG_INF:
                         break
-                    tokens = _tokens(seq[i * T:(i + 1) * T], self.eos)
+                    tokens = _tokens(seq[i * T1 + 1:(i + 1) * T1], self.eos)
                     hyps.append((score[i], log_prob[i], tokens))
                 n_kept = len(hyps)
                 if not hyps:  # every hypothesis scored -inf: answer the top item
-                    hyps.append((NEG_INF, NEG_INF, top_items[rows[j]].tolist()))
+                    hyps.append((NEG_INF, NEG_INF, items[rows[j], 0, 1:].tolist()))
                 hyps += [hyps[-1]] * (K - len(hyps))  # the toolkit expects n_best answers
                 best = hyps[0]
                 ended = bool(best[2]) and best[2][-1] == self.eos
@@ -261,9 +276,9 @@ class Beam:
         self.facts = self.facts[rows]
         self._memo = {}
         self.src_len = self.facts[:, 0]
-        self.live = self.live.view(-1, beam)[rows].view(-1)
+        self.live = self.live[rows]
         self.kept = self.kept.select(rows)
-        self.n_completed = self.n_completed[rows]
+        self.completions = self.completions[rows]
         if self.width is not None:
             self.width = self.width[rows]
         if self.stop_step is not None:

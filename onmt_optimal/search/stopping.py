@@ -8,37 +8,45 @@ every rule, only where the search stops (and so which completed hypotheses it ha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
 
 @dataclass
 class StopView:
-    """Per-example facts after the completed hypotheses of this step have been collected. Shapes ``(B,)``.
+    """Per-example facts after the completed hypotheses of this step have been collected, as ``(B, 1)`` columns
+    (they meet the ``(B, beam)`` tensors without a view); a rule returns a ``(B, 1)`` bool column.
 
-    ``top_finished`` and ``kth_score`` are sliced on first use (a rule reads one or the other)."""
+    ``top_finished``, ``n_completed`` and ``kth_score`` are made on first use (a rule reads one or two)."""
 
     completed: torch.Tensor  # (B, beam) bool: items of this step's beam that are completed hypotheses
-    n_completed: torch.Tensor  # long: completed hypotheses collected so far
+    completions: torch.Tensor  # (B, beam) long: completed hypotheses collected so far, per beam slot
     kept_score: torch.Tensor  # (B, n_best) float: best completed scores so far, sorted (-inf: none yet)
     best_bound: torch.Tensor | None  # float: max bound over live items (-inf if none); None unless needs_bound
-    width: torch.Tensor  # long: the example's beam size now (shrinks only under ``Shrinking``)
+    width: torch.Tensor | None  # long: the example's beam size now (a shrinking beam only)
     n_best: int
 
     @property
     def top_finished(self) -> torch.Tensor:
         """bool: the top item of this step's beam is a completed hypothesis."""
-        return self.completed[:, 0]
+        return self.completed[:, :1]
+
+    @cached_property
+    def n_completed(self) -> torch.Tensor:
+        """long: completed hypotheses collected so far."""
+        return self.completions.sum(dim=1, keepdim=True)
 
     @property
     def kth_score(self) -> torch.Tensor:
         """float: the n_best-th best completed score so far (-inf if fewer than n_best)."""
         kept = self.kept_score
-        return kept.view(-1) if kept.shape[1] == 1 else kept[:, -1]
+        return kept if kept.shape[1] == 1 else kept[:, -1:]
 
 
 class StoppingRule:
-    """Base class: ``done(view)`` says, per example, whether the rule is done with it after this step."""
+    """Base class: ``done(view)`` says, per example (a ``(B, 1)`` column), whether the rule is done with it
+    after this step."""
 
     name = "abstract"
     #: reason reported in the statistics when this rule ends an example

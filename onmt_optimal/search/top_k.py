@@ -12,7 +12,8 @@ than all of the rest of the search bookkeeping together). ``top_k`` returns the 
    can enter the top ``k`` (ties included) lies in a group whose maximum is ``>= M_k``. When exactly ``k``
    groups reach ``M_k`` (the ``k+1``-th maximum is smaller) they are the chosen groups, and the ``k G``
    candidates in them (plus the loose ones) hold the answer, each of its ``k`` strictly above every candidate
-   outside them (those are at most the ``k+1``-th maximum, below ``M_k``);
+   outside them (those are at most the ``k+1``-th maximum, below ``M_k``). The members of the ``k+1``-th
+   group join them (a superset changes nothing above: its extra candidates are below ``M_k`` too);
 3. the ``k + 1`` best of those few (``torch.topk``; all of them if there are only ``k``). When they are
    strictly decreasing, the ``k`` best are distinct and strictly above every other candidate, so there is no
    tie for any sort to break: they are the answer, in order.
@@ -66,12 +67,14 @@ class TopK:
         if n < 4 * k:  # few candidates: a full sort is cheap
             return _stable_top_k(scores, k)
         grouped = scores if N == n * group else scores[:, : n * group]
-        group_max = grouped.view(B, group, n).amax(dim=1)  # (B, n)
-        best, chosen = torch.topk(group_max, k + 1, dim=1)
-        if not _separated(best.tolist(), k - 1):  # a group ties the k-th at M_k (or NaN): no shortcut
+        group_max = grouped.view(B, group, n).amax(dim=1, keepdim=True)  # (B, 1, n)
+        best, chosen = torch.topk(group_max, k + 1, dim=2)  # (B, 1, k + 1)
+        if not _separated([row[0] for row in best.tolist()], k - 1):  # a group ties the k-th at M_k (or NaN)
             return _stable_top_k(scores, k)
-        spread, loose = _members(n, group, N, scores.device)  # group j holds j, j + n, j + 2n, ...
-        members = (chosen[:, :k].unsqueeze(1) + spread).view(B, group * k)
+        # the members of the k + 1 best groups (the (k + 1)-th holds no answer: a few extra candidates cost less
+        # than slicing it off); group j holds j, j + n, j + 2n, ...
+        spread, loose = _members(n, group, N, scores.device)
+        members = (chosen + spread).view(B, group * (k + 1))
         if loose is not None:  # the last N - n * group candidates
             members = torch.cat([members, loose.expand(B, -1)], dim=1)
         values, order = torch.topk(scores.gather(1, members), min(k + 1, members.shape[1]), dim=1)
