@@ -144,16 +144,9 @@ class _Views:
         self.src_len = torch.tensor([float(src_len)], dtype=torch.float32)
         self.is_eos = torch.zeros((1, vocab_size), dtype=torch.bool)
         self.is_eos[0, eos] = True
-        self._out_len: dict[int, torch.Tensor] = {}
-
-    def out_len(self, t: int) -> torch.Tensor:
-        """``|y|`` of each child if it ends at step ``t``: ``t - 1`` for EOS, ``t`` otherwise (cut at T)."""
-        if t not in self._out_len:
-            self._out_len[t] = torch.full((1, self.V), t, dtype=torch.long) - self.is_eos.long()
-        return self._out_len[t]
 
     def view(self, cum: torch.Tensor, t: int) -> StepView:
-        return StepView(log_prob=cum.view(1, -1), out_len=self.out_len(t), src_len=self.src_len, step=t,
+        return StepView(log_prob=cum.view(1, -1), eos=self.is_eos, src_len=self.src_len, step=t,
                         max_length=self.T)
 
 
@@ -179,7 +172,7 @@ def rescore(scorer: Scorer, rule: ScoringRule, tokens: Sequence[int], *, src_len
             state = scorer.extend(state, tok)
     t = len(tokens)
     length = t - 1 if ended else t
-    view = StepView(log_prob=cum.view(1, 1), out_len=torch.tensor([[length]]),
+    view = StepView(log_prob=cum.view(1, 1), eos=torch.tensor([[ended]]),
                     src_len=torch.tensor([float(src_len)], dtype=torch.float32), step=t,
                     max_length=max_length)
     return float(rule.final(view)[0, 0]), float(cum), length, ended

@@ -67,7 +67,7 @@ class CoreDriven:
         finished = ~self.core.live if self.core.shrinks else eos
         self.topk_log_probs.masked_fill_(finished, FINISHED_MASK)
         self._done_mask = done
-        self._done = done.tolist()  # the one read on the host per step
+        self._done = [d for (d,) in done.tolist()]  # the one read on the host per step
         # the decode loop calls update_finished() only when this says an example is done
         self.is_finished_list = [[any(self._done)]]
 
@@ -93,7 +93,7 @@ class CoreDriven:
         staying = [i for i, d in enumerate(done) if not d]
         # the rows that stay, then those that leave, each in batch order, as device indices made on the device:
         # a host-made index would be copied to the device, which waits for the device (a synchronization)
-        order = torch.sort(self._done_mask.view(torch.int8), stable=True).indices  # (a bitcast)
+        order = torch.sort(self._done_mask.view(torch.int8).view(-1), stable=True).indices  # (a bitcast)
         predictions = self.alive_seq.view(B_old, beam, step)
         answers = self.core.answers(leaving, predictions, order[len(staying):] if staying else None)
         self._hand_over(leaving, answers)

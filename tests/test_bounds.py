@@ -18,7 +18,7 @@ from synthetic import BOS, EOS, PAD, SyntheticModel
 
 def view(rule, log_prob, t, T, src_len, eos):
     lp = torch.tensor([[log_prob]], dtype=torch.float32)
-    return StepView(log_prob=lp, out_len=torch.tensor([[t - int(eos)]]),
+    return StepView(log_prob=lp, eos=torch.tensor([[bool(eos)]]),
                     src_len=torch.tensor([float(src_len)]), step=t, max_length=T)
 
 
@@ -74,8 +74,8 @@ def test_word_reward_bound_rounds_as_its_score():
     to float32 only when added, was one ulp below the score's float32 r * |y| at |y| = T, so a completion that
     adds log p = 0 scored above its prefix's bound (-11.925446 > -11.925447)."""
     rule, T, log_prob = WordReward(1.2), 3, -15.525446891784668
-    prefix = StepView(log_prob=torch.tensor([[log_prob]]), out_len=torch.tensor([[2]]), src_len=torch.tensor([1.0]),
+    prefix = StepView(log_prob=torch.tensor([[log_prob]]), eos=torch.tensor([[False]]), src_len=torch.tensor([1.0]),
                       step=2, max_length=T)
-    ended = StepView(log_prob=torch.tensor([[log_prob]]), out_len=torch.tensor([[T]]), src_len=torch.tensor([1.0]),
+    ended = StepView(log_prob=torch.tensor([[log_prob]]), eos=torch.tensor([[False]]), src_len=torch.tensor([1.0]),
                      step=T, max_length=T)
     assert float(rule.final(ended)) <= float(rule.bound(prefix))

@@ -75,9 +75,9 @@ def brute_force(model, example, T, rule, src_len):
         lp = torch.stack([model.log_probs(example, p) for p in prefixes])  # (N, V)
         child = cum.unsqueeze(1) + lp  # (N, V) float32
         step = k + 1
-        out_len = torch.full((len(prefixes), V), step, dtype=torch.long)
-        out_len[:, EOS] = step - 1
-        view = StepView(log_prob=child.reshape(1, -1), out_len=out_len.reshape(1, -1),
+        eos = torch.zeros((len(prefixes), V), dtype=torch.bool)
+        eos[:, EOS] = True  # |y| = step - 1 (else step, cut at T)
+        view = StepView(log_prob=child.reshape(1, -1), eos=eos.reshape(1, -1),
                         src_len=torch.tensor([float(src_len)]), step=step, max_length=T)
         final = rule.final(view).view(len(prefixes), V)
         complete = torch.zeros(V, dtype=torch.bool)

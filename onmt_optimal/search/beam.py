@@ -27,7 +27,7 @@ paper's baseline) is the exception: each completed hypothesis takes one slot out
 can share a decode only with other shrinking rules.
 
 Device traffic. Everything above is tensor code without a per-item Python loop, and ``step`` reads nothing on
-the host: it returns a ``(B,)`` mask of the examples that are done, the one read per step the toolkit needs to
+the host: it returns a ``(B, 1)`` column of the examples that are done, the one read per step the toolkit needs to
 know whether to stop. ``answers`` makes one more per batch of leaving examples. That is the contract the
 tests count (``tests/test_device_reads.py``).
 """
@@ -58,7 +58,6 @@ class Beam:
         self.beam_size, self.n_best, self.eos, self.pad = beam_size, n_best, eos, pad
         self.top_k = top_k
         self.shrinks = rules[0][1].shrinks
-        self._reads_length = any(score.reads_length for score, _ in rules)
 
     # ------------------------------------------------------------------ a batch begins
     def start(self, src_len: torch.Tensor, max_length: int, dtype=torch.float) -> None:
@@ -105,6 +104,7 @@ class Beam:
             [[PREDICTED if stop.certified and not score.bound_is_proof else RULE for score, stop in self.rules]],
             dtype=torch.float, device=device)
         self._all_finished = torch.tensor(float(ALL_FINISHED), device=device)
+        self._one = torch.ones((), device=device)
 
     # ------------------------------------------------------------------ one step
     def pick(self, scores: torch.Tensor):
@@ -125,8 +125,8 @@ class Beam:
 
         ``parents`` (B, beam): each item's parent row (``pick``); ``eos`` (B, beam): its token is EOS;
         ``log_prob`` (B, beam): its exact cumulative log p; ``stock_score``: the toolkit's own score of it; ``seq``
-        (B, beam, 1 + t): the start token and its tokens; ``attn`` (B, beam, t, S) or None. Returns the ``(B,)``
-        mask of examples every rule is done with (all of them at ``t = T``).
+        (B, beam, 1 + t): the start token and its tokens; ``attn`` (B, beam, t, S) or None. Returns the ``(B, 1)``
+        column of the examples every rule is done with (all of them at ``t = T``).
 
         Per-example facts are ``(B, 1)`` columns throughout (``StopView``): they meet ``(B, beam)`` tensors
         without a view."""
@@ -137,7 +137,7 @@ class Beam:
             real &= self._slots < self.width
         completed = real if at_max else torch.bitwise_and(real, eos)  # at T every real item ends, as in stock
         live = real != completed
-        view = StepView(log_prob=log_prob, out_len=t - eos.long() if self._reads_length else None,
+        view = StepView(log_prob=log_prob, eos=eos,
                         src_len=self.src_len, step=t, max_length=self.max_length, stock_score=stock_score,
                         memo=self._memo)
         R = len(self.rules)
@@ -151,7 +151,8 @@ class Beam:
         if self._collectable is not None:
             collect = collect & self._collectable
         self.kept.merge(collect, finals, log_prob, t, seq, attn, score_is_log_prob)
-        self.completions.add_(completed)
+        # (a 0-d one: a Python number or the bool mask itself would be converted first, three operations more)
+        torch.where(completed, self.completions + self._one, self.completions, out=self.completions)
         if self.shrinks:
             self.width.sub_(completed.sum(dim=1, keepdim=True))
         self.live = live
@@ -159,8 +160,8 @@ class Beam:
 
         if R == 1:
             if at_max:
-                return torch.ones(B, dtype=torch.bool, device=eos.device)
-            return self._done(0, view, live, completed).view(B)
+                return torch.ones((B, 1), dtype=torch.bool, device=eos.device)
+            return self._done(0, view, live, completed)
         n_completed = self.n_completed
         if at_max:
             newly = self.stop_step == 0
@@ -171,7 +172,7 @@ class Beam:
         self.stop_step = torch.where(newly, t, self.stop_step)
         self.stop_code = torch.where(newly, code, self.stop_code)
         self.stop_completed = torch.where(newly, n_completed, self.stop_completed)
-        return (self.stop_step > 0).all(dim=1)
+        return (self.stop_step > 0).all(dim=1, keepdim=True)
 
     @property
     def n_completed(self) -> torch.Tensor:

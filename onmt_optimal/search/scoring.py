@@ -29,6 +29,7 @@ reward), ``BPNorm`` (Yang et al. 2018's brevity-penalty normalization).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import torch
@@ -49,7 +50,8 @@ class StepView:
     """What a scoring rule may look at for the ``(B, beam)`` items of one decoding step."""
 
     log_prob: torch.Tensor  # (B, beam) float: cumulative log p(y_<=t | x) of each item
-    out_len: torch.Tensor | None  # (B, beam) long: |y| if the item ends now (EOS excluded); None unless reads_length
+    #: (B, beam) bool: the item's token is EOS (if it ends now, ``|y| = t - 1``; else ``|y| = t``, cut at ``T``)
+    eos: torch.Tensor
     src_len: torch.Tensor  # (B,) float: |x|
     step: int  # t
     max_length: int  # T
@@ -57,6 +59,11 @@ class StepView:
     #: what a rule computes once per batch (its target lengths, a constant part of its bound): the search keeps
     #: one dict per batch and empties it when examples leave; a view made on its own starts empty
     memo: dict = field(default_factory=dict)
+
+    @cached_property
+    def out_len(self) -> torch.Tensor:
+        """(B, beam) long: |y| if the item ends now (EOS excluded), made on first use."""
+        return self.step - self.eos.long()
 
     def once(self, key, make: Callable[[], torch.Tensor]) -> torch.Tensor:
         """``make()``, computed on the first call with ``key`` in this batch (the same operations every time,
@@ -72,8 +79,6 @@ class ScoringRule:
     name = "abstract"
     #: True when ``bound`` is a proof (admissible), so a stop on it is certified
     bound_is_proof = True
-    #: does ``final`` read ``out_len`` (else the search need not compute it)?
-    reads_length = True
 
     def final(self, view: StepView) -> torch.Tensor:
         raise NotImplementedError
@@ -142,7 +147,6 @@ class StockScore(_Targeted):
         self.ratio = ratio
         self.bound_is_proof = self.bound_mode == "exact" and not self.has_coverage
         self.name = "normalized" if self.normalized else "logprob"
-        self.reads_length = False
 
     def describe(self) -> str:
         if not self.normalized:
@@ -203,12 +207,23 @@ class BoundedWordReward(_Targeted):
         return f"log p(y|x) + {self.reward} * min({self.ratio} |x|, |y|)"
 
     def final(self, view: StepView) -> torch.Tensor:
-        target = self._target(view)
-        return view.log_prob + self.reward * torch.minimum(target, view.out_len.to(target.dtype))
+        # r * min(l, |y|) for the two lengths an item of step t can end with, per example ((B, 1) columns: the
+        # same float32 numbers as per item, in fewer operations)
+        target, reward = self._target(view), self._reward(view)
+        ended = reward * target.clamp(max=float(view.step - 1))  # |y| = t - 1: its EOS is the t-th token
+        cut = reward * target.clamp(max=float(view.step))  # |y| = t: cut at T without an EOS
+        return view.log_prob + torch.where(view.eos, ended, cut)
 
     def bound(self, view: StepView) -> torch.Tensor:
-        most = view.once((id(self), "most"), lambda: self.reward * self._target(view).clamp(max=float(view.max_length)))
+        most = view.once((id(self), "most"),
+                         lambda: self._reward(view) * self._target(view).clamp(max=float(view.max_length)))
         return view.log_prob + most  # r * min(l, T): the same for every step of the batch
+
+    def _reward(self, view: StepView) -> torch.Tensor:
+        """``r`` as a 0-d float32 tensor, made once per batch: a Python number in a tensor operation costs a
+        conversion each time (the product is the same float32 one)."""
+        return view.once((id(self), "r"), lambda: torch.tensor(self.reward, dtype=view.log_prob.dtype,
+                                                              device=view.log_prob.device))
 
 
 class WordReward(ScoringRule):
