@@ -39,8 +39,12 @@ class CoreDriven:
     ``search_stats[b]`` holds the first rule's statistics for example ``b`` and ``rule_results[b][r]`` the same
     for rule ``r`` plus its 1-best ``tokens``."""
 
-    def _init_core(self, rules: list, eos: int, top_k: TopK = top_k) -> None:
-        self.core = Beam(rules, self.beam_size, self.n_best, eos, self.pad, top_k)
+    def _init_core(self, rules: list, eos: int, top_k: TopK = top_k, host: torch.device | str | None = None) -> None:
+        """``host``: where the core's bookkeeping lives (``search.Beam``); the attention of kept hypotheses
+        stays with the model, so a decode that returns attention keeps it there too."""
+        if self.return_attention:
+            host = None
+        self.core = Beam(rules, self.beam_size, self.n_best, eos, self.pad, top_k, host)
         self._exact_log_prob = any(stop.certified for _, stop in rules)
         self.search_stats = [None] * self.batch_size
         self.rule_results = [None] * self.batch_size
@@ -48,7 +52,7 @@ class CoreDriven:
     def _start_core(self, src_len: torch.Tensor) -> None:
         """Once the toolkit's ``initialize`` has made ``topk_log_probs``: ``src_len`` (B,) is each example's |x|."""
         dev = self.topk_log_probs.device
-        self.core.start(src_len.to(device=dev), self.max_length, self.topk_log_probs.dtype)
+        self.core.start(src_len.to(device=dev), self.max_length, self.topk_log_probs.dtype, self.alive_seq)
 
     # ------------------------------------------------------------------ one step
     def advance(self, log_probs, attn):
@@ -57,14 +61,16 @@ class CoreDriven:
         t = len(self) - 1  # tokens generated, this step's included
         log_prob = self._exact_log_prob_of(sums, t)
         eos = self._eos_mask()
-        seq = self.alive_seq.view(B, self.beam_size, t + 1)  # the start token, then the tokens
+        seq = None  # a host keeps its own copy of the tokens
+        if self.core.host is None:
+            seq = self.alive_seq.view(B, self.beam_size, t + 1)  # the start token, then the tokens
         items_attn = None
         if self.alive_attn is not None and self.return_attention:
             items_attn = self.alive_attn.view(B, self.beam_size, t, self.alive_attn.shape[-1])
-        done = self.core.step(t, self._batch_index, eos, log_prob, self.topk_scores, seq, items_attn)
+        done = self.core.step(t, self._batch_index, self.topk_ids, eos, log_prob, self.topk_scores, seq, items_attn)
         # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam, do
         # the items that fell outside it
-        finished = ~self.core.live if self.core.shrinks else eos
+        finished = (~self.core.live).to(eos.device, non_blocking=True) if self.core.shrinks else eos
         self.topk_log_probs.masked_fill_(finished, FINISHED_MASK)
         self._done_mask = done
         self._done = [d for (d,) in done.tolist()]  # the one read on the host per step
@@ -91,18 +97,24 @@ class CoreDriven:
         step = self.alive_seq.shape[-1]
         leaving = [i for i, d in enumerate(done) if d]
         staying = [i for i, d in enumerate(done) if not d]
-        # the rows that stay, then those that leave, each in batch order, as device indices made on the device:
-        # a host-made index would be copied to the device, which waits for the device (a synchronization)
-        order = torch.sort(self._done_mask.view(torch.int8).view(-1), stable=True).indices  # (a bitcast)
         predictions = self.alive_seq.view(B_old, beam, step)
-        answers = self.core.answers(leaving, predictions, order[len(staying):] if staying else None)
+        host = self.core.host
+        if host is None:
+            # the rows that stay, then those that leave, each in batch order, as device indices made on the
+            # device: a host-made index would be copied to the device, which waits for the device (a sync)
+            order = torch.sort(self._done_mask.view(torch.int8).view(-1), stable=True).indices  # (a bitcast)
+            answers = self.core.answers(leaving, predictions, order[len(staying):] if staying else None)
+            rows = core_rows = order[: len(staying)]
+        else:  # the bookkeeping is on the host: the answers need no transfer, the device one copy of the rows
+            answers = self.core.answers(leaving, None, torch.tensor(leaving, device=host) if staying else None)
+            core_rows = torch.tensor(staying, device=host)
+            rows = core_rows.to(predictions.device, non_blocking=True)
         self._hand_over(leaving, answers)
         if not staying:
             self.done = True
             return
-        rows = order[: len(staying)]
         self._keep(staying, rows, B_old, predictions, step)
-        self.core.keep(rows)
+        self.core.keep(core_rows)
         if self.block_ngram_repeat > 0:  # the blocking state follows its paths (stock leaves it behind)
             self.forbidden_tokens = [self.forbidden_tokens[i * beam + j] for i in staying for j in range(beam)]
         self.select_indices = self._batch_index.view(len(staying) * beam)

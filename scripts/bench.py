@@ -9,6 +9,8 @@ For beam sizes 1, 5, 10, 20 and batches of 1, 32 and 128 sentences, it decodes t
   default   our bookkeeping with OpenNMT-py's stopping rule (same output as stock)
   optimal   -stopping optimal
   optimal+r -stopping optimal -length_reward R -length_ratio RHO
+  optimal-host  (on a GPU, or with --host-variant) -stopping optimal with the search's bookkeeping on the host:
+            one packed transfer a step instead of its tensor operations on the device (``search.Beam``'s host)
 after a warm-up. Every batch is decoded by each variant in turn, in an order that rotates from batch to batch
 (A/B/C/D, B/C/D/A, ...), so all variants see the machine in the same state; batches of several sentences are
 first decoded once untimed, to warm the caches. A round is one pass over the source. It reports medians over
@@ -147,8 +149,11 @@ def search_for(variant: str, reward: float, ratio: float):
         "default": (logprob, STOPPING_RULES["default"]()),
         "optimal": (logprob, STOPPING_RULES["optimal"]()),
         "optimal+r": (scoring_rule(length_penalty="none", reward=reward, ratio=ratio), STOPPING_RULES["optimal"]()),
+        "optimal-host": (logprob, STOPPING_RULES["optimal"]()),
     }[variant]
-    return SearchConfig(stock=False, rules=[rule])  # statistics stay in memory (translator._stats)
+    # statistics stay in memory (translator._stats); optimal-host: the same search with its bookkeeping on the
+    # host (search.Beam's ``host``), fed one packed transfer a step, against the default, next to the model
+    return SearchConfig(stock=False, rules=[rule], host="cpu" if variant == "optimal-host" else None)
 
 
 def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0):
@@ -252,23 +257,25 @@ def count_fields(totals) -> dict[str, dict]:
 
 
 def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, reward, ratio, sync,
-                   min_seconds=0.0, cuda=False, count=True, time_it=True, progress=True):
+                   min_seconds=0.0, cuda=False, count=True, time_it=True, progress=True, host_variant=None):
     """Every (batch, beam) configuration: a warm-up round, then ``rounds`` rounds, or more where rounds are
     short, so that each configuration is timed for at least ``min_seconds`` (a round of 1 s has a per-round
     ratio that wanders by several percent; the median of many of them does not). Then (``count``) one more
     pass that counts each variant's work per decoder call (``count_round``), after the timing so that it
-    cannot disturb it. ``time_it=False``: the counting pass only."""
+    cannot disturb it. ``time_it=False``: the counting pass only. ``host_variant``: add ``optimal-host`` (None:
+    on CUDA only, where the bookkeeping's place matters)."""
     from tqdm import tqdm
 
     from onmt_optimal.lines import ordered
 
     rows = []
+    variants = VARIANTS + (["optimal-host"] if (cuda if host_variant is None else host_variant) else [])
     configurations = [(batch, beam) for batch in batches for beam in beams]
     outer = tqdm(configurations, desc="configurations", file=sys.stderr, disable=not progress)
     for batch, beam in outer:
         outer.set_postfix_str(f"batch {batch} b={beam}")
-        searches = {v: search_for(v, reward, ratio) for v in VARIANTS}
-        config_rows = {v: {"batch": batch, "beam": beam, "variant": v} for v in VARIANTS}
+        searches = {v: search_for(v, reward, ratio) for v in variants}
+        config_rows = {v: {"batch": batch, "beam": beam, "variant": v} for v in variants}
         if time_it:
             bar = tqdm(total=rounds + 1, desc=f"rounds batch {batch} b={beam}", leave=False, file=sys.stderr,
                        disable=not progress)
@@ -286,9 +293,11 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
             last = samples[-1]
             assert last["default"]["preds"] == last["stock"]["preds"], "our default search must give stock's output"
             assert last["optimal"]["preds"] == last["stock"]["preds"], "log-prob optimal must give stock's 1-best"
-            steps = {v: [s["steps"] for s in ordered(last[v]["stats"])] for v in VARIANTS if v != "stock"}
+            if "optimal-host" in last:
+                assert last["optimal-host"]["preds"] == last["optimal"]["preds"], "the host's bookkeeping must agree"
+            steps = {v: [s["steps"] for s in ordered(last[v]["stats"])] for v in variants if v != "stock"}
             steps["stock"] = steps["default"]  # same beam, same stopping rule, same output (checked above)
-            for v in VARIANTS:
+            for v in variants:
                 decode = [r[v]["decode"] for r in samples]
                 ratios = [r["stock"]["decode"] / r[v]["decode"] for r in samples]
                 config_rows[v].update({
@@ -306,7 +315,7 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
             totals = count_round(session, timer, parts, src, beam, batch, searches, cuda, progress)
             for v, fields in count_fields(totals).items():
                 config_rows[v].update(fields)
-        for v in VARIANTS:
+        for v in variants:
             row = config_rows[v]
             rows.append(row)
             text = f"batch {batch:3d} beam {beam:2d} {v:10s}"
@@ -417,6 +426,8 @@ def main() -> None:
     parser.add_argument("--count-only", action="store_true",
                         help="only count the work per decoder call: no timing, no sweep; writes only with --out")
     parser.add_argument("--gpu", type=int, default=None, help="GPU id (default: 0 when CUDA is available, else CPU)")
+    parser.add_argument("--host-variant", action=argparse.BooleanOptionalAction, default=None,
+                        help="also decode optimal-host, the search's bookkeeping on the host (default: on a GPU)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (1: steady timings; more oversubscribe a 2-core machine)")
     parser.add_argument("--out", help="report (a JSON file beside it); default benchmarks/RESULTS.md, "
@@ -488,7 +499,8 @@ def main() -> None:
                 print(f"model {model['name']} ({model['config']}), {device}", file=sys.stderr)
             for row in bench_decoding(session, timer, parts, src, len(kept), beams, batches, args.rounds, args.reward,
                                       ratio, sync, args.min_seconds, cuda=cuda, count=args.count or args.count_only,
-                                      time_it=not args.count_only, progress=args.progress):
+                                      time_it=not args.count_only, progress=args.progress,
+                                      host_variant=args.host_variant):
                 rows.append({"model": model["name"], **row})
             if m == 0 and args.sweep_lines > 0 and not args.count_only:
                 sweep_src = work / "sweep.src"

@@ -38,9 +38,9 @@ def scoring_rule(rule, reward, ratio, alpha, bound="exact"):
 
 
 def build(rule, stop, beam, batch, n_best, max_length, reward=0.0, ratio=1.0, alpha=1.0, bound="exact",
-          group=None, block_ngram_repeat=0):
+          group=None, block_ngram_repeat=0, host=None):
     """``group``: the top-k's group size, with every problem on its two-pass path; None: its defaults (the
-    vocabularies here are tiny, so ``torch.topk``)."""
+    vocabularies here are tiny, so ``torch.topk``). ``host``: where the core's bookkeeping lives."""
     scorer = make_scorer(rule if rule in ("avg", "wu") else "none", alpha)
     scoring = scoring_rule(rule, reward, ratio, alpha, bound)
     return CertifiedBeamSearch(
@@ -48,7 +48,7 @@ def build(rule, stop, beam, batch, n_best, max_length, reward=0.0, ratio=1.0, al
         global_scorer=scorer, min_length=0, max_length=max_length, return_attention=False,
         block_ngram_repeat=block_ngram_repeat, exclusion_tokens=set(), stepwise_penalty=False, ratio=0.0,
         ban_unk_token=False, rules=[(scoring, STOPPING_RULES[stop]())],
-        top_k=TopK(group, 0) if group else TopK(),
+        top_k=TopK(group, 0) if group else TopK(), host=host,
     )
 
 
@@ -74,14 +74,14 @@ def cases(draw, rules=tuple(RULES)):
     )
 
 
-def decode(case, stop, examples=None, n_best=None, bound="exact"):
+def decode(case, stop, examples=None, n_best=None, bound="exact", host=None):
     examples = list(range(case["batch"])) if examples is None else examples
     src_lens = [case["src_lens"][e] for e in examples]
     model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"],
                            case.get("impossible", ()), case.get("eos_after", 0))
     strategy = build(case["rule"], stop, case["beam"], len(examples), n_best or case["n_best"],
                      case["max_length"], case["reward"], case["ratio"], case["alpha"], bound, case.get("group"),
-                     case.get("block", 0))
+                     case.get("block", 0), host)
     run_strategy(strategy, model, examples, src_lens)
     return strategy
 
@@ -273,9 +273,11 @@ def test_shrinking_beam_on_a_hand_built_case(rule, expected):
 
 
 @SETTINGS
-@given(cases(rules=("none",)), st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.3, 3.0]), min_size=1, max_size=4))
-def test_many_rules_in_one_decode_answer_as_separate_decodes(case, rewards):
-    """The sweep's premise: rules that share the beam can be evaluated from a single decode."""
+@given(cases(rules=("none",)), st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.3, 3.0]), min_size=1, max_size=4),
+       st.sampled_from([None, "cpu"]))
+def test_many_rules_in_one_decode_answer_as_separate_decodes(case, rewards, host):
+    """The sweep's premise: rules that share the beam can be evaluated from a single decode (with its
+    bookkeeping next to the model or on the host)."""
     grid = [("none", "default", 0.0), ("none", "opennmt2017", 0.0), ("none", "optimal", 0.0), ("bp", "optimal", 0.0),
             ("wreward", "optimal", 0.7)] + [("reward", "optimal", r) for r in rewards]
     model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
@@ -286,7 +288,7 @@ def test_many_rules_in_one_decode_answer_as_separate_decodes(case, rewards):
         case["beam"], batch_size=case["batch"], pad=PAD, bos=BOS, eos=EOS, unk=UNK, start=BOS, n_best=1,
         global_scorer=make_scorer("none"), min_length=0, max_length=case["max_length"], return_attention=False,
         block_ngram_repeat=0, exclusion_tokens=set(), stepwise_penalty=False, ratio=0.0, ban_unk_token=False,
-        rules=rules)
+        rules=rules, host=host)
     run_strategy(joint, model, examples, case["src_lens"])
     for r, (rule, stop, reward) in enumerate(grid):
         alone = decode(dict(case, rule=rule, reward=reward, n_best=1), stop)
@@ -340,3 +342,16 @@ def test_opennmt2017_stops_with_default_on_the_step_s_top_item(case):
         assert old.scores[b][0] <= new.scores[b][0]
         pred = old.predictions[b][0].tolist()
         assert len(pred) == old.search_stats[b]["steps"]  # it ended at the stopping step (EOS or max_length)
+
+
+@SETTINGS
+@given(cases(), st.sampled_from(["default", "optimal", "exhaustive", "shrinking", "opennmt2017"]), st.booleans())
+def test_bookkeeping_on_the_host_answers_as_on_the_decode_s_device(case, stop, block):
+    """``host``: the core's bookkeeping away from the model (on the CPU while the model runs on an accelerator),
+    fed one packed transfer a step and keeping its own copy of the items' tokens, answers exactly as next to
+    the model: the same hypotheses, scores and statistics for every rule, n-best, blocked n-grams and a
+    shrinking beam (here both on the CPU: the packing, the copy of the tokens and the host-side leaving run)."""
+    case = dict(case, block=2 if block else 0)
+    near, away = decode(case, stop), decode(case, stop, host="cpu")
+    assert answers(away) == answers(near)
+    assert away.search_stats == near.search_stats

@@ -62,8 +62,11 @@ def counted(strategy, method):
     ("bp", "exhaustive", 1), ("wreward", "shrinking", 1), ("none", "optimal", 3),
 ])
 @pytest.mark.parametrize("beam", [1, 4])
-def test_one_read_per_step_and_one_per_batch_of_leaving_examples(rule, stop, n_best, beam):
-    strategy = build(rule, stop, beam, 6, min(n_best, beam), 12, reward=0.8, ratio=1.2)
+@pytest.mark.parametrize("host", [None, "cpu"])
+def test_one_read_per_step_and_one_per_batch_of_leaving_examples(rule, stop, n_best, beam, host):
+    """``host``: with the bookkeeping on the host, the step's one read is its packed transfer (on CPU, where
+    this runs, the count is of the host-side reads the same code makes)."""
+    strategy = build(rule, stop, beam, 6, min(n_best, beam), 12, reward=0.8, ratio=1.2, host=host)
     steps = counted(strategy, "advance")
     leaving = counted(strategy, "update_finished")
     run_strategy(strategy, SyntheticModel(9, seed=7, eos_bias=0.5), list(range(6)), [3, 5, 2, 7, 4, 6])

@@ -39,9 +39,9 @@ class CertifiedBeamSearch(CoreDriven, BeamSearch):
     (``steps``, ``stop_reason``, ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``,
     ``completed``) and ``rule_results[b][r]`` the same for rule ``r`` plus its 1-best ``tokens``."""
 
-    def __init__(self, *args, rules: list, top_k: TopK = top_k, **kwargs):
+    def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self._init_core(rules, self.eos, top_k)
+        self._init_core(rules, self.eos, top_k, host)
 
     def initialize(self, enc_out, src_len, src_map=None, device=None, target_prefix=None):
         out = super().initialize(enc_out, src_len, src_map, device, target_prefix)

@@ -146,6 +146,9 @@ class SearchConfig:
     stats_file: str | None = None
     #: keep every rule's per-line answer (``CertifiedTranslator._rule_results``), for the tools
     collect: bool = False
+    #: where the search's bookkeeping lives (``search.Beam``): None, on the model's device; "cpu", on the host
+    #: with one packed transfer a step (the benchmark's ``optimal-host`` variant on an accelerator)
+    host: str | None = None
 
     @property
     def scoring(self) -> ScoringRule | None:

@@ -75,6 +75,7 @@ class CertifiedTranslator(Translator):
                 ratio=self.ratio,
                 ban_unk_token=self.ban_unk_token,
                 rules=search.rules,
+                host=search.host,
             )
             with torch.no_grad():
                 results = self._translate_batch_with_strategy(batch, strategy)

@@ -29,7 +29,11 @@ can share a decode only with other shrinking rules.
 Device traffic. Everything above is tensor code without a per-item Python loop, and ``step`` reads nothing on
 the host: it returns a ``(B, 1)`` column of the examples that are done, the one read per step the toolkit needs to
 know whether to stop. ``answers`` makes one more per batch of leaving examples. That is the contract the
-tests count (``tests/test_device_reads.py``).
+tests count (``tests/test_device_reads.py``). With a ``host`` (``Beam(..., host="cpu")`` while the model runs on an
+accelerator) the same code runs on the host instead: the step's ``(B, beam)`` facts cross in one packed
+transfer (the step's one read), the host keeps its own copy of the items' tokens, and leaving examples cross
+nothing; the accelerator then runs the pick and the packing only. Which of the two is faster there is the
+benchmark's ``optimal-host`` variant's question; on CPU the host is the device and the copy is pure cost.
 """
 from __future__ import annotations
 
@@ -47,10 +51,16 @@ MAX_LENGTH, ALL_FINISHED, PREDICTED, RULE = 1, 2, 3, 4
 class Beam:
     """The bookkeeping of a batch of beams, for rules ``[(scoring, stopping), ...]`` that share it.
 
-    The first rule is the one the toolkit outputs; the others answer in ``answers`` only."""
+    The first rule is the one the toolkit outputs; the others answer in ``answers`` only.
+
+    ``host``: where the bookkeeping lives. None: on the decode's device, reading one ``(B, 1)`` column a step
+    there. A device (the CPU, when the model runs on an accelerator): each step's ``(B, beam)`` facts cross to it
+    in one packed transfer (``_receive``), the bookkeeping (and a copy of every item's tokens) runs there, and
+    leaving examples need no transfer at all; on the accelerator the search then costs the pick and the packing,
+    a few kernels a step, instead of every operation of the bookkeeping."""
 
     def __init__(self, rules: list[tuple[ScoringRule, StoppingRule]], beam_size: int, n_best: int,
-                 eos: int, pad: int, top_k: TopK = top_k):
+                 eos: int, pad: int, top_k: TopK = top_k, host: torch.device | str | None = None):
         if len({stop.shrinks for _, stop in rules}) > 1:
             raise ValueError("a shrinking beam is a beam of its own: it can share a decode only with other "
                              "shrinking rules (their beams shrink alike, whatever they score)")
@@ -58,12 +68,20 @@ class Beam:
         self.beam_size, self.n_best, self.eos, self.pad = beam_size, n_best, eos, pad
         self.top_k = top_k
         self.shrinks = rules[0][1].shrinks
+        self.host = None if host is None else torch.device(host)
 
     # ------------------------------------------------------------------ a batch begins
-    def start(self, src_len: torch.Tensor, max_length: int, dtype=torch.float) -> None:
-        """``src_len``: ``(B,)`` the source lengths ``|x|`` in model tokens; ``max_length``: ``T``."""
+    def start(self, src_len: torch.Tensor, max_length: int, dtype=torch.float,
+              items: torch.Tensor | None = None) -> None:
+        """``src_len``: ``(B,)`` the source lengths ``|x|`` in model tokens; ``max_length``: ``T``; ``items``
+        (B * beam, s): the items' start tokens (a ``host`` keeps its own copy of the items' tokens)."""
         B, beam, R, K = src_len.shape[0], self.beam_size, len(self.rules), self.n_best
-        device = src_len.device
+        #: the first beam row of each example, where ``pick`` runs
+        self._offsets = torch.arange(0, B * beam, beam, device=src_len.device).unsqueeze(1)
+        device = self.host or src_len.device
+        src_len = src_len.to(device)
+        #: (B, beam, 1 + t) a host's copy of the items' tokens
+        self.items = None if self.host is None else items.to(device).view(B, beam, -1)
         self.max_length = max_length
         self.src_len = src_len.to(dtype=torch.float)
         #: (B, 1 + R) what is known of each example from the start: |x| and each rule's target length l
@@ -89,7 +107,6 @@ class Beam:
                                              for _, stop in self.rules]).unsqueeze(0)
             if R == 1:
                 self._collectable = self._collectable.view(1, beam)
-        self._offsets = torch.arange(0, B * beam, beam, device=device).unsqueeze(1)  # (B, 1) first row
         self._vocab = None  # (V as a 0-d tensor, V)
         self._memo = {}  # the rules' per-batch constants (``StepView.once``)
         #: several rules: per example and rule, the step it stopped at (0 while running), why, and with how
@@ -119,18 +136,23 @@ class Beam:
         values, ids = self.top_k(scores.view(B, self.beam_size * V), self.beam_size)
         return values, ids.remainder(self._vocab[0]), ids.div(self._vocab[0], rounding_mode="floor") + self._offsets
 
-    def step(self, t: int, parents: torch.Tensor, eos: torch.Tensor, log_prob: torch.Tensor,
-             stock_score: torch.Tensor | None, seq: torch.Tensor, attn: torch.Tensor | None = None):
+    def step(self, t: int, parents: torch.Tensor, tokens: torch.Tensor, eos: torch.Tensor, log_prob: torch.Tensor,
+             stock_score: torch.Tensor | None, seq: torch.Tensor | None, attn: torch.Tensor | None = None):
         """Collect the hypotheses completed at step ``t`` and apply the stopping rules.
 
-        ``parents`` (B, beam): each item's parent row (``pick``); ``eos`` (B, beam): its token is EOS;
-        ``log_prob`` (B, beam): its exact cumulative log p; ``stock_score``: the toolkit's own score of it; ``seq``
-        (B, beam, 1 + t): the start token and its tokens; ``attn`` (B, beam, t, S) or None. Returns the ``(B, 1)``
-        column of the examples every rule is done with (all of them at ``t = T``).
+        ``parents`` (B, beam): each item's parent row (``pick``); ``tokens`` (B, beam): its token; ``eos``
+        (B, beam): its token ends it; ``log_prob`` (B, beam): its exact cumulative log p; ``stock_score``: the
+        toolkit's own score of it; ``seq`` (B, beam, 1 + t): the start token and its tokens (None with a ``host``,
+        which keeps its own); ``attn`` (B, beam, t, S) or None (not with a ``host``). Returns the ``(B, 1)``
+        column of the examples every rule is done with (all of them at ``t = T``), where the bookkeeping lives.
 
         Per-example facts are ``(B, 1)`` columns throughout (``StopView``): they meet ``(B, beam)`` tensors
         without a view."""
         B, beam = eos.shape
+        if self.host is not None:
+            parents, tokens, eos, log_prob, stock_score = self._receive(parents, tokens, eos, log_prob, stock_score)
+            self.items = seq = torch.cat([self.items.view(B * beam, t)[parents.view(-1)].view(B, beam, t),
+                                          tokens.view(B, beam, 1)], dim=2)
         at_max = t >= self.max_length
         real = torch.take(self.live, parents)
         if self.shrinks:  # only the example's current width of top items is its beam
@@ -174,6 +196,14 @@ class Beam:
         self.stop_completed = torch.where(newly, n_completed, self.stop_completed)
         return (self.stop_step > 0).all(dim=1, keepdim=True)
 
+    def _receive(self, parents, tokens, eos, log_prob, stock_score):
+        """The step's ``(B, beam)`` facts on the ``host``, in one transfer: packed as float32 rows on the decode's
+        device (token ids and rows are exact in float32, below 2^24), then copied."""
+        sent = [log_prob, parents, tokens, eos] + ([] if stock_score is None else [stock_score])
+        packed = torch.stack([x.to(torch.float) for x in sent]).to(self.host)  # the one read a step
+        log_prob, parents, tokens, eos = packed[0], packed[1].long(), packed[2].long(), packed[3].bool()
+        return parents, tokens, eos, log_prob, (packed[4] if stock_score is not None else None)
+
     @property
     def n_completed(self) -> torch.Tensor:
         """(B, 1) completed hypotheses so far (the statistics; ``TopFinished`` and ``Shrinking`` read it)."""
@@ -212,6 +242,8 @@ class Beam:
         B = self.src_len.shape[0]
         n, R, K = len(rows), len(self.rules), self.n_best
         kept = self.kept
+        if self.host is not None:
+            items = self.items
         if R == 1:  # the rule stops with its example, at this step: why depends on whether items are live
             stop = [self.n_completed, self._codes(self._at_max, self.live)]
         else:
@@ -273,11 +305,12 @@ class Beam:
 
     def keep(self, rows: torch.Tensor) -> None:
         """Only the examples at batch rows ``rows`` (a long tensor) go on, in that order."""
-        beam = self.beam_size
         self.facts = self.facts[rows]
         self._memo = {}
         self.src_len = self.facts[:, 0]
         self.live = self.live[rows]
+        if self.items is not None:
+            self.items = self.items[rows]
         self.kept = self.kept.select(rows)
         self.completions = self.completions[rows]
         if self.width is not None:

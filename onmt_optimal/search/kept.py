@@ -81,8 +81,7 @@ class Kept:
         """The ``K = 1`` merge in few tensor operations (each costs a kernel launch on a GPU): the best
         completed item of the step replaces the kept one only if it scores strictly higher. One rule's
         ``completed`` and ``score`` come as (B, beam) and need no view."""
-        B, beam = seq.shape[0], seq.shape[1]
-        R = self.score.shape[1]
+        B, R = seq.shape[0], self.score.shape[1]
         best, arg = torch.where(completed, score, neg_inf(score)).max(dim=-1, keepdim=True)  # (B, R[, 1])
         if R > 1:
             best, arg = best.view(B, R), arg.view(B, R)
