@@ -79,19 +79,19 @@ class Beam:
         #: the first beam row of each example, where ``pick`` runs
         self._offsets = torch.arange(0, B * beam, beam, device=src_len.device).unsqueeze(1)
         device = self.host or src_len.device
-        src_len = src_len.to(device)
         #: (B, beam, 1 + t) a host's copy of the items' tokens
         self.items = None if self.host is None else items.to(device).view(B, beam, -1)
         self.max_length = max_length
-        self.src_len = src_len.to(dtype=torch.float)
+        self.src_len = src_len.to(device=device, dtype=torch.float)
+        targets = [score.target_length(self.src_len) for score, _ in self.rules]
+        self._targeted = [target is not None for target in targets]
         #: (B, 1 + R) what is known of each example from the start: |x| and each rule's target length l
-        self.facts = torch.stack([self.src_len] + [
-            self.src_len.new_full((B,), float("nan")) if target is None else target
-            for target in (score.target_length(self.src_len) for score, _ in self.rules)], dim=1)
-        self._targeted = [score.target_length(self.src_len[:0]) is not None for score, _ in self.rules]
+        nan = None if all(self._targeted) else self.src_len.new_full((B,), float("nan"))
+        self.facts = torch.stack([self.src_len] + [nan if target is None else target for target in targets], dim=1)
+        #: constants made once per device (each tensor made here is an operation per batch: at batch 1, per line)
+        self._slots, first, self._one, self._all_finished = _constants(beam, device)
         #: (B, beam) bool: the item holds a real live prefix; each beam starts from its first item
-        self._slots = torch.arange(beam, device=device)
-        self.live = (self._slots == 0).repeat(B, 1)
+        self.live = first.expand(B, beam)  # (a view: never written in place)
         self.kept = Kept.empty(B, R, K, max_length, self.pad, dtype, device)
         #: (B, beam) completed hypotheses so far per beam slot (their sum per example is the statistic; a sum
         #: only when read: adding the step's mask costs fewer operations than summing it every step). Counts,
@@ -103,7 +103,7 @@ class Beam:
         #: (1, beam) or (1, R, beam): which items each rule collects when they complete: all, or the top one
         self._collectable = None
         if any(stop.top_only for _, stop in self.rules):
-            self._collectable = torch.stack([self._slots == 0 if stop.top_only else self._slots >= 0
+            self._collectable = torch.stack([first.view(beam) if stop.top_only else self._slots >= 0
                                              for _, stop in self.rules]).unsqueeze(0)
             if R == 1:
                 self._collectable = self._collectable.view(1, beam)
@@ -117,11 +117,9 @@ class Beam:
             self.stop_code = torch.zeros((B, R), dtype=torch.float, device=device)
             self.stop_completed = torch.zeros((B, R), dtype=torch.float, device=device)
         #: the code of a stop by the rule itself: its own reason, or a heuristic bound's; (1, R) on the device
-        self._rule_codes = torch.tensor(
-            [[PREDICTED if stop.certified and not score.bound_is_proof else RULE for score, stop in self.rules]],
-            dtype=torch.float, device=device)
-        self._all_finished = torch.tensor(float(ALL_FINISHED), device=device)
-        self._one = torch.ones((), device=device)
+        codes = tuple(float(PREDICTED if stop.certified and not score.bound_is_proof else RULE)
+                      for score, stop in self.rules)
+        self._rule_codes = _constant(codes, device)
 
     # ------------------------------------------------------------------ one step
     def pick(self, scores: torch.Tensor):
@@ -319,6 +317,28 @@ class Beam:
             self.stop_step = self.stop_step[rows]
             self.stop_code = self.stop_code[rows]
             self.stop_completed = self.stop_completed[rows]
+
+
+_CONSTANTS: dict = {}
+
+
+def _constant(values: tuple, device) -> torch.Tensor:
+    """``[values]`` as a (1, len(values)) float32 tensor on ``device``, made once."""
+    key = (values, device)
+    if key not in _CONSTANTS:
+        _CONSTANTS[key] = torch.tensor([values], dtype=torch.float, device=device)
+    return _CONSTANTS[key]
+
+
+def _constants(beam: int, device) -> tuple:
+    """``(slots, first, one, all_finished)``: ``arange(beam)``, the (1, beam) mask of each beam's first item,
+    a 0-d one and the 0-d code of an example with no live item left, made once per beam size and device."""
+    key = (beam, device)
+    if key not in _CONSTANTS:
+        slots = torch.arange(beam, device=device)
+        _CONSTANTS[key] = (slots, (slots == 0).view(1, beam), torch.ones((), device=device),
+                           torch.tensor(float(ALL_FINISHED), device=device))
+    return _CONSTANTS[key]
 
 
 def _tokens(row: list[float], eos: int) -> list[int]:
