@@ -41,6 +41,8 @@ class Session:
         transforms = make_transforms(opt, self.engine.transforms_cls, self.vocabs)
         self.transforms = transforms
         self.pipe = TransformPipe.build_from([transforms[name] for name in transforms]) if transforms else None
+        #: where ``decode``'s search keeps its bookkeeping (``SearchConfig.host``): None, next to the model
+        self.host = None
 
     # ------------------------------------------------------------------ decoding
     def infer(self, src: str | Path):
@@ -64,7 +66,7 @@ class Session:
 
         translator = self.translator
         translator.beam_size = beam_size
-        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True)
+        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True, host=self.host)
         translator.progress = progress
         try:
             self.infer(src)

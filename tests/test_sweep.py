@@ -61,3 +61,16 @@ def test_one_decode_per_beam_equals_separate_runs(toy_run, our_worker, tmp_path,
             # stock recovers log p as score * penalty each step: the float32 bound of float32.score_tolerance
             tol = score_tolerance(want["length"] + 1, want["log_prob"], want["score"])
             assert abs(g["score"] - want["score"]) <= tol, (decoder, g["score"], want["score"], tol)
+
+
+def test_bookkeeping_on_the_host_answers_as_next_to_the_model(toy_run):
+    """``Session.host = "cpu"`` (``SearchConfig.host``): the whole OpenNMT-py pipeline with the search's bookkeeping
+    on the host (one packed transfer a step; here host and model share the CPU) gives every rule's records as
+    with the bookkeeping next to the model, to the bit: the same operations on the same numbers."""
+    model, d = toy_run
+    session = Session(["-model", str(model), "-max_length_ratio", "0", "-max_length", "25", "-batch_size", "8"])
+    decoders = [c[0] for c in CASES]  # both beam kinds: the ordinary beam's rules share a decode, then shrinking
+    near = decode_all(session, d / "dev.src", 4, decoders, ratio=1.5)
+    session.host = "cpu"
+    away = decode_all(session, d / "dev.src", 4, decoders, ratio=1.5)
+    assert away == near

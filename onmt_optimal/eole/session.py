@@ -33,6 +33,8 @@ class EoleSession:
         self.translator = self.engine.predictor
         self.vocabs = self.engine.vocabs
         self.decoder_only = getattr(self.config.model, "encoder", None) is None
+        #: where ``decode``'s search keeps its bookkeeping (``SearchConfig.host``): None, next to the model
+        self.host = None
 
     # ------------------------------------------------------------------ decoding
     def infer(self, src: str | Path):
@@ -48,7 +50,7 @@ class EoleSession:
 
         translator = self.translator
         translator.beam_size = beam_size
-        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True)
+        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True, host=self.host)
         translator.progress = progress
         try:
             self.infer(src)

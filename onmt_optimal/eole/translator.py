@@ -80,6 +80,7 @@ class Certified:
             ratio=self.ratio,
             ban_unk_token=self.ban_unk_token,
             rules=self.search.rules,
+            host=self.search.host,
         )
 
     def _answer_empty_lines(self, batch, results, stats, rule_results) -> None:

@@ -65,3 +65,17 @@ def test_ratio_and_sweep_commands_take_an_eole_model(encoder_decoder, src, tmp_p
     assert {row["family"] for row in rows} == {"default", "default_avg", "optimal", "optimal_reward",
                                                "shrinking_norm", "shrinking_reward"}
     assert all(row["sentences"] == 40 for row in rows)
+
+
+def test_bookkeeping_on_the_host_answers_as_next_to_the_model(model, src):
+    """``EoleSession.host = "cpu"`` (``SearchConfig.host``): eole's pipeline with the search's bookkeeping on the
+    host gives every rule's records as next to the model, to the bit (host and model share the CPU here)."""
+    from onmt_optimal.eole.session import EoleSession
+    from onmt_optimal.sweep import decode_all
+
+    session = EoleSession(["-model_path", str(model), *COMMON])
+    decoders = [c[0] for c in CASES]
+    near = decode_all(session, src, 4, decoders, ratio=1.5)
+    session.host = "cpu"
+    away = decode_all(session, src, 4, decoders, ratio=1.5)
+    assert away == near
