@@ -3,7 +3,7 @@
 On an accelerator every host read of a device tensor (``.item()``, ``.tolist()``, ``bool(t)``, ``nonzero``,
 boolean-mask indexing, ``.cpu()``) waits for the device to finish its queue: a synchronization. Stock
 OpenNMT-py reads every item's EOS flag each step and then runs a per-hypothesis Python loop whenever any item
-completed; the core (``onmt_optimal.search.beam``) promises one ``(B,)`` mask a step and one packed transfer per
+completed; the core (``onmt_optimal.search.beam``) promises one ``(B, 1)`` column a step and one packed transfer per
 batch of examples that leave. Counted here with a ``TorchFunctionMode`` around ``advance`` and
 ``update_finished``, on CPU (the same calls are syncs on a GPU), for every stopping rule and several scores.
 """
