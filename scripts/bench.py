@@ -434,13 +434,21 @@ def main() -> None:
                                       "benchmarks/RESULTS-gpu.md on a GPU")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                         help="progress bars on stderr")
-    parser.add_argument("--render", metavar="JSON", help="only write --out again from a run's JSON file")
+    parser.add_argument("--render", metavar="JSON", nargs="+",
+                        help="only write --out again from a run's JSON file; several: one report of their rows "
+                             "(e.g. a GPU run split over device calls by --batches), with its JSON beside it")
     args = parser.parse_args()
     if args.render:
         if not args.out:
             parser.error("--render needs --out")
-        run = json.loads(Path(args.render).read_text())
-        Path(args.out).write_text(report(run["meta"], run["rows"], run["sweep"]))
+        runs = [json.loads(Path(path).read_text()) for path in args.render]
+        meta, rows = runs[0]["meta"], [row for run in runs for row in run["rows"]]
+        sweep = next((run["sweep"] for run in runs if run["sweep"]), None)
+        if len(runs) > 1:
+            meta = dict(meta, sweep_lines=next((r["meta"]["sweep_lines"] for r in runs if r["sweep"]), 0))
+            Path(args.out).with_suffix(".json").write_text(
+                json.dumps({"meta": meta, "rows": rows, "sweep": sweep}, indent=1) + "\n")
+        Path(args.out).write_text(report(meta, rows, sweep))
         return
     try:
         beams = [int(b) for b in args.beams.split(",")]

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# What issue 14 asks of an accelerator, in two device calls that each end well inside the 10 minutes a command
+# may run (the H100 baseline's settings: 200 TVsub dev sentences, at least 8 s of rounds per configuration,
+# the sweep on 100; stock, default, optimal, optimal+r and optimal-host, the bookkeeping on the host).
+#
+# Here, first:        bash scripts/device_tree.sh only tvsub-zh-en && bash ../shared/gpu/prepare
+# Device run 1 (carry [".gpu"]):  bash .gpu/on-device.sh bash scripts/gpu_run.sh 1 "$OUT"
+#   the property tests with their searches on the GPU (ONMT_OPTIMAL_TEST_DEVICE=cuda, the fast tier's
+#   examples: tests/synthetic.py's plain-Python references, and the reads per step counted on the device's
+#   own tensors), then the benchmark at batch 1
+# Device run 2 (carry [".gpu"]):  bash .gpu/on-device.sh bash scripts/gpu_run.sh 2 "$OUT"
+#   the benchmark at batches 32 and 128, and the sweep
+# Here, afterwards:   bash scripts/device_tree.sh restore
+#   python scripts/bench.py --render RUN1/RESULTS-gpu-1.json RUN2/RESULTS-gpu-2.json --out benchmarks/RESULTS-gpu.md
+# (RUN1, RUN2: the folders the two runs' files were fetched to). LINES=N shortens a run that would not fit.
+# The data comes from .gpu/data (../shared does not travel); each part's log lands in the output folder.
+set -uo pipefail
+part=${1:?usage: bash scripts/gpu_run.sh 1|2 OUT_DIR}
+out=${2:?usage: bash scripts/gpu_run.sh 1|2 OUT_DIR}
+lines=${LINES:-200}
+mkdir -p "$out"
+bench=(python3 scripts/bench.py --config tvsub --data .gpu/data --gpu 0 --lines "$lines" --min-seconds 8
+       --no-progress --out "$out/RESULTS-gpu-$part.md")
+case "$part" in
+  1)
+    ONMT_OPTIMAL_TEST_DEVICE=cuda ONMT_OPTIMAL_TESTS=fast timeout 120 python3 -m pytest -q -p no:cacheprovider \
+      tests/test_certificate.py tests/test_device_reads.py 2>&1 | tee "$out/pytest-cuda.log" | tail -3
+    timeout 450 "${bench[@]}" --batches 1 --sweep-lines 0 2>&1 | tee "$out/bench-1.log" | grep -v INFO | tail -40 ;;
+  2)
+    timeout 560 "${bench[@]}" --batches 32,128 --sweep-lines 100 2>&1 | tee "$out/bench-2.log" | grep -v INFO | tail -60 ;;
+  *) echo "part must be 1 or 2" >&2; exit 2 ;;
+esac
