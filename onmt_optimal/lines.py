@@ -44,6 +44,31 @@ def with_texts(records: list, ids_to_tokens, detokenize=None) -> list:
     return records
 
 
+class RuleDecoding:
+    """``decode`` for a loaded model of either toolkit (``session.Session``, ``eole.session.EoleSession``), which
+    supplies ``translator``, ``vocabs``, ``infer(src)`` and ``detokenize`` (its reverse transforms, or None)."""
+
+    #: where ``decode``'s search keeps its bookkeeping (``SearchConfig.host``): None, next to the model
+    host = None
+
+    def decode(self, src, beam_size: int, rules: list, progress=None) -> list[list[dict]]:
+        """Decode ``src`` once with ``rules`` (sharing one beam): ``result[line][rule]`` is that rule's record
+        (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...).
+        ``progress``, if given, is called with the number of sentences of each batch once translated (e.g. a
+        tqdm bar's ``update``)."""
+        from onmt_optimal.opennmt.options import SearchConfig  # (toolkit-free; eole's options re-export it)
+
+        translator = self.translator
+        translator.beam_size = beam_size
+        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True, host=self.host)
+        translator.progress = progress
+        try:
+            self.infer(src)
+        finally:
+            translator.progress = None
+        return with_texts(ordered(translator._rule_results), self.vocabs["tgt"].ids_to_tokens, self.detokenize)
+
+
 def write_stats(path: str, stats: dict) -> None:
     """The statistics file: one JSON record per line, in input order, ``line`` numbered from 1."""
     with open(path, "w", encoding="utf-8") as out:

@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 
 from onmt_optimal.opennmt import patch
-from onmt_optimal.opennmt.options import SearchConfig
+from onmt_optimal.lines import RuleDecoding
 
 
-class Session:
+class Session(RuleDecoding):
     def __init__(self, translate_args: list[str]):
         patch.apply()
         from onmt.inference_engine import InferenceEnginePY
@@ -41,8 +41,7 @@ class Session:
         transforms = make_transforms(opt, self.engine.transforms_cls, self.vocabs)
         self.transforms = transforms
         self.pipe = TransformPipe.build_from([transforms[name] for name in transforms]) if transforms else None
-        #: where ``decode``'s search keeps its bookkeeping (``SearchConfig.host``): None, next to the model
-        self.host = None
+        self.detokenize = self.pipe.batch_apply_reverse if self.pipe is not None else None
 
     # ------------------------------------------------------------------ decoding
     def infer(self, src: str | Path):
@@ -56,24 +55,6 @@ class Session:
                 return self.engine.infer_file()
             finally:
                 translator.out_file = out_file
-
-    def decode(self, src: str | Path, beam_size: int, rules: list, progress=None) -> list[list[dict]]:
-        """Decode ``src`` once with ``rules`` (sharing one beam): ``result[line][rule]`` is that rule's record
-        (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...).
-        ``progress``, if given, is called with the number of sentences of each batch once translated (e.g. a
-        tqdm bar's ``update``)."""
-        from onmt_optimal.lines import ordered, with_texts
-
-        translator = self.translator
-        translator.beam_size = beam_size
-        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True, host=self.host)
-        translator.progress = progress
-        try:
-            self.infer(src)
-        finally:
-            translator.progress = None
-        return with_texts(ordered(translator._rule_results), self.vocabs["tgt"].ids_to_tokens,
-                          self.pipe.batch_apply_reverse if self.pipe is not None else None)
 
     # ------------------------------------------------------------------ lengths the model sees
     def model_lengths(self, lines: list[str], side: str) -> list[int]:

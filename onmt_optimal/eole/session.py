@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 
 from onmt_optimal.eole import patch
-from onmt_optimal.eole.options import SearchConfig
+from onmt_optimal.lines import RuleDecoding
 
 
-class EoleSession:
+class EoleSession(RuleDecoding):
     def __init__(self, predict_args: list[str]):
         patch.apply_cli()
         from argparse import ArgumentParser
@@ -33,8 +33,7 @@ class EoleSession:
         self.translator = self.engine.predictor
         self.vocabs = self.engine.vocabs
         self.decoder_only = getattr(self.config.model, "encoder", None) is None
-        #: where ``decode``'s search keeps its bookkeeping (``SearchConfig.host``): None, next to the model
-        self.host = None
+        self.detokenize = self.engine.transform_pipe.batch_apply_reverse if self.engine.transforms else None
 
     # ------------------------------------------------------------------ decoding
     def infer(self, src: str | Path):
@@ -42,22 +41,6 @@ class EoleSession:
         self.config.src = str(src)
         self.config.output = os.devnull
         return self.engine.infer_file()
-
-    def decode(self, src: str | Path, beam_size: int, rules: list, progress=None) -> list[list[dict]]:
-        """Decode ``src`` once with ``rules`` (sharing one beam): ``result[line][rule]`` is that rule's record
-        (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...)."""
-        from onmt_optimal.lines import ordered, with_texts
-
-        translator = self.translator
-        translator.beam_size = beam_size
-        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True, host=self.host)
-        translator.progress = progress
-        try:
-            self.infer(src)
-        finally:
-            translator.progress = None
-        return with_texts(ordered(translator._rule_results), self.vocabs["tgt"].ids_to_tokens,
-                          self.engine.transform_pipe.batch_apply_reverse if self.engine.transforms else None)
 
     # ------------------------------------------------------------------ lengths the model sees
     def model_lengths(self, lines: list[str], side: str) -> list[int]:
