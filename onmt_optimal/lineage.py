@@ -101,14 +101,20 @@ class CoreDriven:
         host = self.core.host
         if host is None:
             # the rows that stay, then those that leave, each in batch order, as device indices made on the
-            # device: a host-made index would be copied to the device, which waits for the device (a sync)
-            order = torch.sort(self._done_mask.view(torch.int8).view(-1), stable=True).indices  # (a bitcast)
-            answers = self.core.answers(leaving, predictions, order[len(staying):] if staying else None)
-            rows = core_rows = order[: len(staying)]
+            # device: a host-made index would be copied to the device, which waits for the device (a sync).
+            # When every example leaves (always at batch 1) no index is needed
+            rows = index = None
+            if staying:
+                order = torch.sort(self._done_mask.view(torch.int8).view(-1), stable=True).indices  # (a bitcast)
+                rows, index = order[: len(staying)], order[len(staying):]
+            answers = self.core.answers(leaving, predictions, index)
+            core_rows = rows
         else:  # the bookkeeping is on the host: the answers need no transfer, the device one copy of the rows
             answers = self.core.answers(leaving, None, torch.tensor(leaving, device=host) if staying else None)
-            core_rows = torch.tensor(staying, device=host)
-            rows = core_rows.to(predictions.device, non_blocking=True)
+            core_rows = rows = None
+            if staying:
+                core_rows = torch.tensor(staying, device=host)
+                rows = core_rows.to(predictions.device, non_blocking=True)
         self._hand_over(leaving, answers)
         if not staying:
             self.done = True
