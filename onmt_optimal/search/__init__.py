@@ -9,6 +9,7 @@ Read in this order:
 * ``beam``      one sentence through the search: pick the beam, collect what completed, stop, leave;
 * ``kept``      the kept hypotheses, the ``n_best`` best completed per example and rule;
 * ``top_k``     the beam's exact top-k;
+* ``constants`` the search's constant tensors, made once per device;
 * ``registry``  the names of the rules, for the command line, the sweep, the benchmark and the tests.
 
 Nothing here imports a toolkit: ``onmt_optimal.opennmt`` adapts OpenNMT-py's beam search to it.

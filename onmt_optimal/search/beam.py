@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import torch
 
-from onmt_optimal.search.kept import NEG_INF, Kept, neg_inf
+from onmt_optimal.search import constants
+from onmt_optimal.search.constants import NEG_INF, neg_inf
+from onmt_optimal.search.kept import Kept
 from onmt_optimal.search.scoring import ScoringRule, StepView
 from onmt_optimal.search.stopping import StoppingRule, StopView
 from onmt_optimal.search.top_k import TopK, top_k
@@ -119,7 +121,7 @@ class Beam:
         #: the code of a stop by the rule itself: its own reason, or a heuristic bound's; (1, R) on the device
         codes = tuple(float(PREDICTED if stop.certified and not score.bound_is_proof else RULE)
                       for score, stop in self.rules)
-        self._rule_codes = _constant(codes, device)
+        self._rule_codes = constants.row(codes, device)
 
     # ------------------------------------------------------------------ one step
     def pick(self, scores: torch.Tensor):
@@ -319,26 +321,14 @@ class Beam:
             self.stop_completed = self.stop_completed[rows]
 
 
-_CONSTANTS: dict = {}
-
-
-def _constant(values: tuple, device) -> torch.Tensor:
-    """``[values]`` as a (1, len(values)) float32 tensor on ``device``, made once."""
-    key = (values, device)
-    if key not in _CONSTANTS:
-        _CONSTANTS[key] = torch.tensor([values], dtype=torch.float, device=device)
-    return _CONSTANTS[key]
-
-
 def _constants(beam: int, device) -> tuple:
     """``(slots, first, one, all_finished)``: ``arange(beam)``, the (1, beam) mask of each beam's first item,
     a 0-d one and the 0-d code of an example with no live item left, made once per beam size and device."""
-    key = (beam, device)
-    if key not in _CONSTANTS:
+    def make():
         slots = torch.arange(beam, device=device)
-        _CONSTANTS[key] = (slots, (slots == 0).view(1, beam), torch.ones((), device=device),
-                           torch.tensor(float(ALL_FINISHED), device=device))
-    return _CONSTANTS[key]
+        return (slots, (slots == 0).view(1, beam), torch.ones((), device=device),
+                torch.tensor(float(ALL_FINISHED), device=device))
+    return constants.once(("beam", beam, device), make)
 
 
 def _tokens(row: list[float], eos: int) -> list[int]:

@@ -20,17 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-NEG_INF = float("-inf")
-_NEG_INF_TENSORS: dict = {}
+from onmt_optimal.search.constants import NEG_INF, neg_inf
 
-
-def neg_inf(like: torch.Tensor) -> torch.Tensor:
-    """``-inf`` as a 0-d tensor of ``like``'s dtype and device, made once: a Python scalar in a tensor
-    operation costs a conversion on every call."""
-    key = (like.dtype, like.device)
-    if key not in _NEG_INF_TENSORS:
-        _NEG_INF_TENSORS[key] = torch.tensor(NEG_INF, dtype=like.dtype, device=like.device)
-    return _NEG_INF_TENSORS[key]
 
 
 @dataclass

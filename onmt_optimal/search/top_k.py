@@ -45,6 +45,8 @@ from dataclasses import dataclass
 
 import torch
 
+from onmt_optimal.search import constants
+
 
 @dataclass(frozen=True)
 class TopK:
@@ -86,18 +88,14 @@ class TopK:
         return scores.gather(1, indices), indices  # a gather costs fewer operations than a contiguous copy
 
 
-_MEMBERS: dict = {}
-
-
 def _members(n: int, group: int, N: int, device):
     """``(n * arange(group))`` as a ``(1, group, 1)`` column and the loose indices ``nG .. N - 1`` (or None),
     made once per shape."""
-    key = (n, group, N, device)
-    if key not in _MEMBERS:
+    def make():
         spread = (n * torch.arange(group, device=device)).view(1, group, 1)
         loose = torch.arange(n * group, N, device=device).unsqueeze(0) if N > n * group else None
-        _MEMBERS[key] = (spread, loose)
-    return _MEMBERS[key]
+        return spread, loose
+    return constants.once(("top_k members", n, group, N, device), make)
 
 
 #: the defaults: 16 candidates a group; torch.topk up to 16k scores
