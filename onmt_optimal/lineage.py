@@ -12,8 +12,9 @@ completed hypotheses and applies every rule; ``update_finished`` hands the leavi
 toolkit and drops their rows, and nothing else of the beam is read on the host. A toolkit's class mixes it in
 before its own ``BeamSearch`` and supplies:
 
-* ``_expand(log_probs, attn)``: its step statement for statement, with ``self.core.pick`` choosing the beam; returns
-  the chosen items' sums ``log p`` (B, beam) under a length penalty, else None;
+* ``_expand(log_probs, attn)``: its step statement for statement, with ``self.core.pick`` choosing the beam and
+  ``_follow_picks`` (the statements both toolkits share) ending it; returns the chosen items' sums ``log p``
+  (B, beam) under a length penalty, else None;
 * ``_eos_mask()``: (B, beam) bool, the chosen items whose token ends a hypothesis;
 * optionally ``_answered(b, tokens)``: called once per n-best answer handed over (eole counts text tokens).
 
@@ -76,6 +77,44 @@ class CoreDriven:
         self._done = [d for (d,) in done.tolist()]  # the one read on the host per step
         # the decode loop calls update_finished() only when this says an example is done
         self.is_finished_list = [[any(self._done)]]
+
+    def _follow_picks(self, cumulative, attn, step: int, length_penalty):
+        """The end of both toolkits' step, the same statements in OpenNMT-py 3.5.1 and eole 0.6.4 (but for the
+        product with a length penalty of 1, skipped): once ``core.pick`` has chosen the items, their scores, tokens,
+        blocked n-grams, attention and coverage follow them. ``cumulative`` (B * beam, V): every candidate's sum
+        of log-probabilities. Returns the chosen items' sums (B, beam) under a length penalty, else None."""
+        B = cumulative.shape[0] // self.beam_size
+        if length_penalty == 1 and not self._vanilla_cov_pen:
+            self.topk_log_probs = self.topk_scores  # stock multiplies by 1.0: the same numbers, one op less
+        else:
+            self.topk_log_probs = self.topk_scores * length_penalty
+        self.select_indices = self._batch_index.view(B * self.beam_size)
+        self.alive_seq = torch.cat(
+            [self.alive_seq[self.select_indices], self.topk_ids.view(B * self.beam_size, 1)], -1
+        )
+        self.maybe_update_forbidden_tokens()
+        if self.return_attention or self._cov_pen:
+            current_attn = attn[self.select_indices]
+            if step == 1:
+                self.alive_attn = current_attn
+                if self._cov_pen:
+                    self._prev_penalty = torch.zeros_like(self.topk_log_probs)
+                    self._coverage = current_attn
+            else:
+                self.alive_attn = torch.cat([self.alive_attn[self.select_indices], current_attn], 1)
+                if self._cov_pen:
+                    self._coverage = self._coverage[self.select_indices]
+                    self._coverage += current_attn
+                    self._prev_penalty = self.global_scorer.cov_penalty(
+                        self._coverage, beta=self.global_scorer.beta
+                    ).view(B, self.beam_size)
+        if self._vanilla_cov_pen:
+            cov_penalty = self.global_scorer.cov_penalty(self._coverage, beta=self.global_scorer.beta)
+            self.topk_scores -= cov_penalty.view(B, self.beam_size).float()
+        if not self.global_scorer.has_len_pen:
+            return None
+        flat_ids = self.select_indices * cumulative.shape[1] + self.topk_ids.view(-1)
+        return cumulative.view(-1).gather(0, flat_ids).view(B, self.beam_size)
 
     def _exact_log_prob_of(self, sums, t):
         """The exact cumulative log p of each chosen item, (B, beam). Under a length penalty ``sums`` holds the

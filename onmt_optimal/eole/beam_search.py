@@ -61,7 +61,6 @@ class _EoleStep(CoreDriven):
         ``log p`` (B, beam) under a length penalty, else None (``topk_log_probs`` is the sum)."""
         from eole.utils.tensor_parallel import broadcast_from_rank_zero
 
-        vocab_size = log_probs.size(-1)
         _B = log_probs.shape[0] // self.beam_size
         if self._stepwise_cov_pen and self._prev_penalty is not None:
             self.topk_log_probs += self._prev_penalty
@@ -82,37 +81,7 @@ class _EoleStep(CoreDriven):
         if self.parallel_gpu > 1:
             for tensor in (self.topk_scores, self.topk_ids, self._batch_index):
                 broadcast_from_rank_zero(tensor, self.parallel_gpu)
-        if length_penalty == 1 and not self._vanilla_cov_pen:
-            self.topk_log_probs = self.topk_scores  # stock multiplies by 1.0: the same numbers, one op less
-        else:
-            self.topk_log_probs = self.topk_scores * length_penalty
-        self.select_indices = self._batch_index.view(_B * self.beam_size)
-        self.alive_seq = torch.cat(
-            [self.alive_seq[self.select_indices], self.topk_ids.view(_B * self.beam_size, 1)], -1
-        )
-        self.maybe_update_forbidden_tokens()
-        if self.return_attention or self._cov_pen:
-            current_attn = attn[self.select_indices]
-            if step == 1:
-                self.alive_attn = current_attn
-                if self._cov_pen:
-                    self._prev_penalty = torch.zeros_like(self.topk_log_probs)
-                    self._coverage = current_attn
-            else:
-                self.alive_attn = torch.cat([self.alive_attn[self.select_indices], current_attn], 1)
-                if self._cov_pen:
-                    self._coverage = self._coverage[self.select_indices]
-                    self._coverage += current_attn
-                    self._prev_penalty = self.global_scorer.cov_penalty(
-                        self._coverage, beta=self.global_scorer.beta
-                    ).view(_B, self.beam_size)
-        if self._vanilla_cov_pen:
-            cov_penalty = self.global_scorer.cov_penalty(self._coverage, beta=self.global_scorer.beta)
-            self.topk_scores -= cov_penalty.view(_B, self.beam_size).float()
-        if not self.global_scorer.has_len_pen:
-            return None
-        flat_ids = self.select_indices * vocab_size + self.topk_ids.view(-1)
-        return cumulative.view(-1).gather(0, flat_ids).view(_B, self.beam_size)
+        return self._follow_picks(cumulative, attn, step, length_penalty)
 
 
 class CertifiedBeamSearch(_EoleStep, BeamSearch):

@@ -27,7 +27,6 @@ penalised on purpose, blocked n-grams or a forced prefix, keep the penalised val
 """
 from __future__ import annotations
 
-import torch
 from onmt.translate.beam_search import BeamSearch
 
 from onmt_optimal.lineage import FINISHED_MASK, STATS, CoreDriven  # noqa: F401 (re-exported)
@@ -60,7 +59,6 @@ class CertifiedBeamSearch(CoreDriven, BeamSearch):
 
         Returns the chosen items' sums ``log p`` (B, beam) under a length penalty (``topk_log_probs`` is then
         stock's ``score * penalty``), else None (``topk_log_probs`` is the sum)."""
-        vocab_size = log_probs.size(-1)
         _B = log_probs.shape[0] // self.beam_size
         if self._stepwise_cov_pen and self._prev_penalty is not None:
             self.topk_log_probs += self._prev_penalty
@@ -77,34 +75,4 @@ class CertifiedBeamSearch(CoreDriven, BeamSearch):
         self.block_ngram_repeats(curr_scores)
         curr_scores = self.target_prefixing(curr_scores)
         self.topk_scores, self.topk_ids, self._batch_index = self.core.pick(curr_scores)
-        if length_penalty == 1 and not self._vanilla_cov_pen:
-            self.topk_log_probs = self.topk_scores  # stock multiplies by 1.0: the same numbers, one op less
-        else:
-            self.topk_log_probs = self.topk_scores * length_penalty
-        self.select_indices = self._batch_index.view(_B * self.beam_size)
-        self.alive_seq = torch.cat(
-            [self.alive_seq[self.select_indices], self.topk_ids.view(_B * self.beam_size, 1)], -1
-        )
-        self.maybe_update_forbidden_tokens()
-        if self.return_attention or self._cov_pen:
-            current_attn = attn[self.select_indices]
-            if step == 1:
-                self.alive_attn = current_attn
-                if self._cov_pen:
-                    self._prev_penalty = torch.zeros_like(self.topk_log_probs)
-                    self._coverage = current_attn
-            else:
-                self.alive_attn = torch.cat([self.alive_attn[self.select_indices], current_attn], 1)
-                if self._cov_pen:
-                    self._coverage = self._coverage[self.select_indices]
-                    self._coverage += current_attn
-                    self._prev_penalty = self.global_scorer.cov_penalty(
-                        self._coverage, beta=self.global_scorer.beta
-                    ).view(_B, self.beam_size)
-        if self._vanilla_cov_pen:
-            cov_penalty = self.global_scorer.cov_penalty(self._coverage, beta=self.global_scorer.beta)
-            self.topk_scores -= cov_penalty.view(_B, self.beam_size).float()
-        if not self.global_scorer.has_len_pen:
-            return None
-        flat_ids = self.select_indices * vocab_size + self.topk_ids.view(-1)  # log_probs now holds the sums
-        return log_probs.view(-1).gather(0, flat_ids).view(_B, self.beam_size)
+        return self._follow_picks(log_probs, attn, step, length_penalty)  # log_probs now holds the sums
