@@ -35,6 +35,41 @@ FINISHED_MASK = -65504.0
 STATS = ("steps", "stop_reason", "score", "log_prob", "length", "target_length", "src_length", "completed")
 
 
+def max_length(translator, batch) -> int:
+    """The decode's ``T``: the toolkit's own limit (``translate_batch`` of OpenNMT-py 3.5.1, of eole 0.6.4's
+    ``Translator``), so that a search with and without the new flags runs the very same beam."""
+    if translator.max_length_ratio > 0:
+        return int(min(translator.max_length, batch["src"].size(1) * translator.max_length_ratio + 5))
+    return translator.max_length
+
+
+def strategy(cls, translator, search, batch_size: int, max_length: int, attn_debug: bool):
+    """``cls`` (a ``CoreDriven`` ``BeamSearch``) built as both toolkits' translators build their own beam search
+    (the same attributes in OpenNMT-py 3.5.1 and eole 0.6.4), with ``search``'s rules and host."""
+    t = translator
+    return cls(
+        t.beam_size,
+        batch_size=batch_size,
+        pad=t._tgt_pad_idx,
+        bos=t._tgt_bos_idx,
+        eos=t._tgt_eos_idx,
+        unk=t._tgt_unk_idx,
+        start=t._tgt_start_with,
+        n_best=t.n_best,
+        global_scorer=t.global_scorer,
+        min_length=t.min_length,
+        max_length=max_length,
+        return_attention=attn_debug or t.replace_unk,
+        block_ngram_repeat=t.block_ngram_repeat,
+        exclusion_tokens=t._exclusion_idxs,
+        stepwise_penalty=t.stepwise_penalty,
+        ratio=t.ratio,
+        ban_unk_token=t.ban_unk_token,
+        rules=search.rules,
+        host=search.host,
+    )
+
+
 class CoreDriven:
     """Mixin for a ``BeamSearch`` of OpenNMT's lineage; see the module docstring. After decoding,
     ``search_stats[b]`` holds the first rule's statistics for example ``b`` and ``rule_results[b][r]`` the same

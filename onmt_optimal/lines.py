@@ -83,6 +83,15 @@ def empty_target(scoring):
     return None if target is None else float(target[0])
 
 
+def empty_records(rules) -> tuple[dict, list[dict]]:
+    """The statistics of an empty source line, answered with nothing: the first rule's record and each rule's
+    own (with its 1-best ``tokens``), as every adapter reports them (stop reason ``empty_source``)."""
+    empty = {"steps": 0, "stop_reason": "empty_source", "score": 0.0, "log_prob": 0.0, "length": 0,
+             "target_length": None, "src_length": 0, "completed": 0}
+    first = dict(empty, target_length=empty_target(rules[0][0]) if rules else None)
+    return first, [dict(empty, tokens=[], target_length=empty_target(score)) for score, _ in rules]
+
+
 def report(stats, nb_sentences: int, scoring) -> list[str] | None:
     """The two closing lines under the new flags from the per-line ``stats`` (empty source lines left out), or
     None when no line was decoded (the toolkit's own line then stands)."""

@@ -23,7 +23,7 @@ import torch
 from eole.predict.generator import GeneratorLM
 from eole.predict.translator import Translator
 
-from onmt_optimal import lines
+from onmt_optimal import lineage, lines
 from onmt_optimal.eole import empty_lines
 from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSearchLM
 from onmt_optimal.eole.options import OptionError, search_config
@@ -60,29 +60,6 @@ class Certified:
                 self.progress(len(batch["srclen"]))
         return results
 
-    def _strategy(self, cls, batch_size, max_length, attn_debug):
-        return cls(
-            self.beam_size,
-            batch_size=batch_size,
-            pad=self._tgt_pad_idx,
-            bos=self._tgt_bos_idx,
-            eos=self._tgt_eos_idx,
-            unk=self._tgt_unk_idx,
-            start=self._tgt_start_with,
-            n_best=self.n_best,
-            global_scorer=self.global_scorer,
-            min_length=self.min_length,
-            max_length=max_length,
-            return_attention=attn_debug or self.replace_unk,
-            block_ngram_repeat=self.block_ngram_repeat,
-            exclusion_tokens=self._exclusion_idxs,
-            stepwise_penalty=self.stepwise_penalty,
-            ratio=self.ratio,
-            ban_unk_token=self.ban_unk_token,
-            rules=self.search.rules,
-            host=self.search.host,
-        )
-
     def _answer_empty_lines(self, batch, results, stats, rule_results) -> None:
         """Answer each empty source line with nothing (score 0, stop reason ``empty_source``)."""
         rules = self.search.rules
@@ -96,10 +73,7 @@ class Certified:
             results["attention"][i] = [torch.zeros((1, max(length, 1)), device=device)] * self.n_best
             if results.get("n_text_tokens") is not None:
                 results["n_text_tokens"][i] = [0] * self.n_best
-            empty = {"steps": 0, "stop_reason": "empty_source", "score": 0.0, "log_prob": 0.0, "length": 0,
-                     "target_length": None, "src_length": 0, "completed": 0}
-            stats[i] = dict(empty, target_length=lines.empty_target(rules[0][0]))
-            rule_results[i] = [dict(empty, tokens=[], target_length=lines.empty_target(score)) for score, _ in rules]
+            stats[i], rule_results[i] = lines.empty_records(rules)
 
     # ---------------------------------------------------------------- a whole input
     def _predict(self, infer_iter, *args, **kwargs):
@@ -131,11 +105,8 @@ class CertifiedTranslator(Certified, Translator):
     """eole's encoder-decoder ``Translator`` with the new search."""
 
     def _certified(self, batch, attn_debug):
-        if self.max_length_ratio > 0:  # eole's own limit (translator.py), so both searches run the same beam
-            max_length = int(min(self.max_length, batch["src"].size(1) * self.max_length_ratio + 5))
-        else:
-            max_length = self.max_length
-        strategy = self._strategy(CertifiedBeamSearch, len(batch["srclen"]), max_length, attn_debug)
+        strategy = lineage.strategy(CertifiedBeamSearch, self, self.search, len(batch["srclen"]),
+                                    lineage.max_length(self, batch), attn_debug)
         with torch.no_grad():
             results = self._predict_batch_with_strategy(batch, strategy)
         return results, strategy.search_stats, strategy.rule_results
@@ -156,7 +127,8 @@ class CertifiedGeneratorLM(Certified, GeneratorLM):
         return _merge(batch, parts)
 
     def _certified_group(self, batch, attn_debug):
-        strategy = self._strategy(CertifiedBeamSearchLM, len(batch["srclen"]), self.max_length, attn_debug)
+        strategy = lineage.strategy(CertifiedBeamSearchLM, self, self.search, len(batch["srclen"]), self.max_length,
+                                    attn_debug)
         with torch.no_grad():
             results = self._predict_batch_with_strategy(batch, strategy)
         return results, strategy.search_stats, strategy.rule_results

@@ -24,7 +24,7 @@ import torch
 from onmt.decoders.decoder import InputFeedRNNDecoder
 from onmt.translate.translator import Translator
 
-from onmt_optimal import lines
+from onmt_optimal import lineage, lines
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.opennmt.options import SearchConfig
@@ -56,27 +56,8 @@ class CertifiedTranslator(Translator):
             results = super().translate_batch(batch, attn_debug)
             stats = rule_results = None
         else:
-            strategy = CertifiedBeamSearch(
-                self.beam_size,
-                batch_size=len(batch["srclen"]),
-                pad=self._tgt_pad_idx,
-                bos=self._tgt_bos_idx,
-                eos=self._tgt_eos_idx,
-                unk=self._tgt_unk_idx,
-                start=self._tgt_start_with,
-                n_best=self.n_best,
-                global_scorer=self.global_scorer,
-                min_length=self.min_length,
-                max_length=self._max_length(batch),
-                return_attention=attn_debug or self.replace_unk,
-                block_ngram_repeat=self.block_ngram_repeat,
-                exclusion_tokens=self._exclusion_idxs,
-                stepwise_penalty=self.stepwise_penalty,
-                ratio=self.ratio,
-                ban_unk_token=self.ban_unk_token,
-                rules=search.rules,
-                host=search.host,
-            )
+            strategy = lineage.strategy(CertifiedBeamSearch, self, search, len(batch["srclen"]),
+                                        lineage.max_length(self, batch), attn_debug)
             with torch.no_grad():
                 results = self._translate_batch_with_strategy(batch, strategy)
             stats = strategy.search_stats
@@ -99,12 +80,6 @@ class CertifiedTranslator(Translator):
             attn = attn.transpose(0, 1)  # (tgt_len, batch, src_len) -> (batch, tgt_len, src_len)
         return log_probs, attn
 
-    def _max_length(self, batch) -> int:
-        """OpenNMT-py's own limit (translator.py), so both searches run the very same beam."""
-        if self.max_length_ratio > 0:
-            return int(min(self.max_length, batch["src"].size(1) * self.max_length_ratio + 5))
-        return self.max_length
-
     def _answer_empty_lines(self, batch, results, stats, rule_results=None, search=None) -> None:
         """A placeholder stood in for each empty source line (see ``empty_lines``): answer it with nothing."""
         for i in range(len(batch["srclen"])):
@@ -117,14 +92,11 @@ class CertifiedTranslator(Translator):
             # the EOS row over the placeholder source, all zero: no attention was computed (-attn_debug prints it)
             no_attention = torch.zeros((1, int(batch["srclen"][i])), device=device)
             results["attention"][i] = [no_attention for _ in range(self.n_best)]
-            empty = {"steps": 0, "stop_reason": "empty_source", "score": 0.0, "log_prob": 0.0, "length": 0,
-                     "target_length": None, "src_length": 0, "completed": 0}
-            rules = search.rules if search is not None and not search.stock else []
+            first, per_rule = lines.empty_records(search.rules if search is not None and not search.stock else [])
             if stats is not None:
-                stats[i] = dict(empty, target_length=lines.empty_target(rules[0][0]) if rules else None)
+                stats[i] = first
             if rule_results is not None:
-                rule_results[i] = [dict(empty, tokens=[], target_length=lines.empty_target(score))
-                                   for score, _ in rules[: len(rule_results[i])]]
+                rule_results[i] = per_rule[: len(rule_results[i])]
 
     # ---------------------------------------------------------------- a whole input
     def _translate(self, infer_iter, transform=None, attn_debug=False, align_debug=False, phrase_table=""):
