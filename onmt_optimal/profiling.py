@@ -31,7 +31,16 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = ["OpCounts", "count", "counting_calls"]
+__all__ = ["OpCounts", "count", "counting_calls", "kernel_like"]
+
+#: aten operators that make a view, allocate, or only wrap the operator that does the work (which the profiler
+#: records as their child): no kernel of their own on an accelerator
+NO_KERNEL = frozenset("aten::" + name for name in (
+    "view", "_unsafe_view", "view_as", "as_strided", "slice", "select", "narrow", "expand", "expand_as",
+    "unsqueeze", "squeeze", "reshape", "_reshape_alias", "flatten", "unflatten", "t", "transpose", "permute",
+    "movedim", "unbind", "split", "split_with_sizes", "chunk", "alias", "detach", "detach_", "lift_fresh",
+    "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "resize_", "to", "_to_copy", "contiguous", "clone", "result_type",
+    "is_nonzero", "numpy_T", "diagonal", "set_", "resolve_conj", "resolve_neg"))
 
 
 @dataclass
@@ -126,3 +135,20 @@ def count(run: Callable[[], Any], owner: Any, method: str = "_decode_and_generat
         result.kernels = sum(e.count for e in events if e.device_type == device)
         result.dtoh = sum(e.count for e in events if e.device_type == device and "DtoH" in e.key)
     return result
+
+
+def kernel_like(event) -> bool:
+    """Would this profiler event (a ``FunctionEvent`` of a CPU run) be a kernel on an accelerator? An ``aten::``
+    operator not in ``NO_KERNEL`` none of whose descendants does work of its own: ``aten::linear`` and the
+    ``aten::matmul`` under it are not kernels, the ``aten::mm`` under that is; ``aten::to`` is not, the
+    ``aten::copy_`` under it is. The CPU proxy for the kernels of a piece of code: exact for the search's
+    elementwise, indexing and reduction operators, one kernel each on CUDA (``torch.topk`` and ``torch.sort``
+    may take a few there)."""
+    return event.name.startswith("aten::") and event.name not in NO_KERNEL and not any(
+        _works(child) for child in event.cpu_children)
+
+
+def _works(event) -> bool:
+    """Does the event, or an operator under it, do work of its own?"""
+    return event.name.startswith("aten::") and (
+        event.name not in NO_KERNEL or any(_works(child) for child in event.cpu_children))

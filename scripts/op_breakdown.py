@@ -6,7 +6,12 @@
 Decodes ``--src`` once untimed, then once under ``torch.profiler`` (with stacks) for each of ``--variants``
 (``stock`` or a ``-stopping`` name, log-probability), and prints the aten events per decoder call (one call of
 the translator's ``_decode_and_generate``), grouped by the innermost OpenNMT-py or onmt-optimal function that
-issued them. ``--torch-topk`` puts ``torch.topk`` in place of the CPU's two-pass top-k, as on an accelerator.
+issued them, and how many of them the search issued (stock's or ours: ``SEARCH``). ``--torch-topk`` puts
+``torch.topk`` in place of the CPU's two-pass top-k, as on an accelerator. ``--kernels`` counts only the ops that
+would be kernels on an accelerator (``onmt_optimal.profiling.kernel_like``), the CPU proxy for the issue's
+"CUDA kernels of our search <= stock's":
+
+    python scripts/op_breakdown.py --src dev50.zh --kernels --torch-topk -- -config ... -batch_size 32 ...
 """
 from __future__ import annotations
 
@@ -19,10 +24,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def breakdown(session, src: str, variant: str) -> tuple[int, collections.Counter]:
+#: the decoding strategy's code: stock's beam search and ours (search, adapter, lineage)
+SEARCH = ("onmt/translate/beam_search.py", "onmt/translate/decode_strategy.py", "onmt_optimal/search/",
+          "onmt_optimal/lineage.py", "onmt_optimal/opennmt/beam_search.py")
+
+
+def breakdown(session, src: str, variant: str, kernels: bool = False) -> tuple[int, collections.Counter]:
     import torch
 
     from onmt_optimal.opennmt.options import SearchConfig
+    from onmt_optimal.profiling import kernel_like
     from onmt_optimal.search.registry import STOPPING_RULES, scoring_rule
 
     translator = session.translator
@@ -45,7 +56,7 @@ def breakdown(session, src: str, variant: str) -> tuple[int, collections.Counter
         translator._decode_and_generate = inner
     where = collections.Counter()
     for event in prof.events():
-        if not event.name.startswith("aten::"):
+        if not event.name.startswith("aten::") or (kernels and not kernel_like(event)):
             continue
         frames = [f for f in event.stack if ("onmt_optimal" in f or "onmt/" in f) and "torch/" not in f]
         where[frames[0].split("site-packages/")[-1].replace(str(ROOT) + "/", "") if frames else "(other)"] += 1
@@ -58,6 +69,9 @@ def main(argv=None) -> None:
     parser.add_argument("--variants", default="stock,optimal", help="stock and/or -stopping names")
     parser.add_argument("--top", type=int, default=20, help="functions listed per variant")
     parser.add_argument("--torch-topk", action="store_true", help="torch.topk for every top-k, as on a GPU")
+    parser.add_argument("--kernels", action="store_true",
+                        help="count kernel-like ops only (onmt_optimal.profiling.kernel_like: no views, allocations "
+                             "or wrappers), the CPU proxy for CUDA kernels")
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     import torch
@@ -68,9 +82,12 @@ def main(argv=None) -> None:
     if args.torch_topk:
         top_k.TopK.__call__ = lambda self, scores, k: torch.topk(scores, k, dim=1)
     session = Session([a for a in args.translate_args if a != "--"])
+    what = "kernel-like ops" if args.kernels else "aten ops"
     for variant in args.variants.split(","):
-        calls, where = breakdown(session, args.src, variant)
-        print(f"{variant}: {calls} decoder calls, {sum(where.values()) / calls:.1f} aten ops per call")
+        calls, where = breakdown(session, args.src, variant, args.kernels)
+        search = sum(n for name, n in where.items() if any(part in name for part in SEARCH))
+        print(f"{variant}: {calls} decoder calls, {sum(where.values()) / calls:.1f} {what} per call, "
+              f"{search / calls:.1f} of them in the search")
         for name, n in where.most_common(args.top):
             print(f"  {n / calls:7.1f}  {name}")
 

@@ -1,7 +1,7 @@
 """The benchmark's counter (onmt_optimal/profiling.py): calls and aten ops per call on a known workload."""
 import torch
 
-from onmt_optimal.profiling import OpCounts, count, counting_calls
+from onmt_optimal.profiling import OpCounts, count, counting_calls, kernel_like
 
 
 class Model:
@@ -42,3 +42,21 @@ def test_totals_add_up():
     total += OpCounts(calls=3, aten_ops=5)
     assert (total.calls, total.aten_ops, total.kernels, total.syncs) == (5, 15, None, None)
     assert total.per_call()["aten_ops"] == 3.0
+
+
+def test_kernel_like_counts_the_operators_that_do_the_work():
+    """Views, allocations and wrappers are no kernel; the operator that does the work under a wrapper is one."""
+    x, mask = torch.randn(4, 6), torch.rand(4, 6) > 0.5
+    weight = torch.randn(3, 6)
+    cases = [
+        (lambda: x.view(6, 4).unsqueeze(0).expand(2, 6, 4), 0),  # views only
+        (lambda: torch.where(mask, x, x.new_zeros(())), 2),  # the fill of the zero and the where
+        (lambda: torch.nn.functional.linear(x, weight), 1),  # aten::linear > aten::t, aten::matmul/addmm: one
+        (lambda: x.to(torch.float64), 1),  # aten::to > aten::_to_copy > aten::copy_
+        (lambda: torch.cat([x, x]), 1),
+        (lambda: x.max(dim=1, keepdim=True), 1),
+    ]
+    for run, kernels in cases:
+        with torch.profiler.profile() as prof:
+            run()
+        assert sum(kernel_like(e) for e in prof.events()) == kernels, [e.name for e in prof.events()]
