@@ -29,8 +29,8 @@ on CPU only, where a read is no synchronisation.
 Small problems (at most ``SMALL`` scores: batch 1 with a beam of one or two over an 8k vocabulary) go to
 ``torch.topk`` itself, stock OpenNMT-py's op: there the two passes save less than their extra tensor
 operations cost. Measured on one CPU thread (``python scripts/top_k_timing.py``, 8k vocabulary): at 8k
-scores ``torch.topk`` takes 15 us and the two passes 26 us; at 16k both about 27 us; at 40k (batch 1, b = 5)
-74 against 33 us; at 80k (b = 10) 145 against 41 us. Values are the same; among exactly equal
+scores ``torch.topk`` takes 15 us and the two passes 30 us; at 16k they are even (24-31 us); at 40k (batch 1,
+b = 5) 71 against 33 us; at 80k (b = 10) 139 against 43 us. Values are the same; among exactly equal
 values at the ``k``-th place the indices are ``torch.topk``'s, as in stock (nothing certified depends on
 which of two equal scores a beam keeps: the certificate compares scores, and a run with and without early
 stopping makes the same choice).
