@@ -23,7 +23,6 @@ import torch
 from onmt_optimal.search.constants import NEG_INF, neg_inf
 
 
-
 @dataclass
 class Kept:
     """Rule ``r``'s ``K`` places are the columns ``r * K .. r * K + K - 1`` of every tensor: one rule (the usual
