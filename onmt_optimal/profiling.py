@@ -39,8 +39,9 @@ NO_KERNEL = frozenset("aten::" + name for name in (
     "view", "_unsafe_view", "view_as", "as_strided", "slice", "select", "narrow", "expand", "expand_as",
     "unsqueeze", "squeeze", "reshape", "_reshape_alias", "flatten", "unflatten", "t", "transpose", "permute",
     "movedim", "unbind", "split", "split_with_sizes", "chunk", "alias", "detach", "detach_", "lift_fresh",
-    "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "resize_", "to", "_to_copy", "contiguous", "clone", "result_type",
-    "is_nonzero", "numpy_T", "diagonal", "set_", "resolve_conj", "resolve_neg"))
+    "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "resize_", "to", "_to_copy",
+    "contiguous", "clone", "result_type", "is_nonzero", "numpy_T", "diagonal", "set_", "resolve_conj",
+    "resolve_neg"))
 
 
 @dataclass
