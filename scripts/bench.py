@@ -13,7 +13,10 @@ For beam sizes 1, 5, 10, 20 and batches of 1, 32 and 128 sentences, it decodes t
             one packed transfer a step instead of its tensor operations on the device (``search.Beam``'s host)
 after a warm-up. Every batch is decoded by each variant in turn, in an order that rotates from batch to batch
 (A/B/C/D, B/C/D/A, ...), so all variants see the machine in the same state; batches of several sentences are
-first decoded once untimed, to warm the caches. A round is one pass over the source. It reports medians over
+first decoded once untimed, to warm the caches. With ``--order block`` a round decodes the whole source with one
+variant, then with the next (their order rotating from round to round), as a user decodes a file: each variant
+then runs with its own working set in the caches, which the interleaved order shares out among them (at batch 1
+this costs the search with more operations a few percent). A round is one pass over the source. It reports medians over
 rounds: decoded sentences per second (decode time: ``translate_batch``, i.e. encoder, decoding loop, beam
 search and results; reading, transforms, batching and writing are shared and not timed), total and mean
 decoding steps, the share of decode time spent outside the model's forward pass (encoder, decoder step,
@@ -156,8 +159,10 @@ def search_for(variant: str, reward: float, ratio: float):
     return SearchConfig(stock=False, rules=[rule], host="cpu" if variant == "optimal-host" else None)
 
 
-def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0):
-    """Decode ``src`` once through OpenNMT-py's pipeline, every batch with each variant in turn.
+def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0, order="interleaved"):
+    """Decode ``src`` once through OpenNMT-py's pipeline, every batch with each variant in turn (``order``
+    ``"block"``: the whole of ``src`` with one variant, then with the next, as a user decodes a file; the
+    variants' order rotates from round to round).
 
     ``translate_batch`` runs the batch once per variant, in an order that rotates from batch to batch, so that
     every variant sees the machine in the same state (timing drift on a shared machine is seconds long).
@@ -173,16 +178,21 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0)
     out = {v: {"decode": 0.0, "forward": 0.0, "split": dict.fromkeys(PartTimer.PARTS, 0.0), "preds": [],
                "stats": {}} for v in searches}
     count = [offset]
+    names = list(searches)
+    blocks = [None]
+    if order == "block":
+        k = offset % len(names)
+        blocks = [[v] for v in names[k:] + names[:k]]
 
     def translate_batch(batch_, attn_debug):
-        names = list(searches)
+        block = blocks[0]
         k = count[0] % len(names)
         count[0] += 1
         results = {}
-        if batch > 1:  # warm-up, untimed
+        if batch > 1 and block is None:  # warm-up, untimed
             translator.search = searches[names[k]]
             inner(batch_, attn_debug)
-        for v in names[k:] + names[:k]:
+        for v in block or names[k:] + names[:k]:
             translator.search = searches[v]
             translator._stats = {}
             timer.seconds = 0.0
@@ -197,11 +207,13 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0)
                 out[v]["split"][part] += seconds
             out[v]["stats"].update(translator._stats)
             out[v]["preds"] += [[p.tolist() for p in preds] for preds in results[v]["predictions"]]
-        return results[names[0]]
+        return results[block[0] if block else names[0]]
 
     translator.translate_batch = translate_batch
     try:
-        session.infer(src)
+        for block in blocks:
+            blocks[0] = block
+            session.infer(src)
     finally:
         del translator.translate_batch
     return out
@@ -257,7 +269,8 @@ def count_fields(totals) -> dict[str, dict]:
 
 
 def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, reward, ratio, sync,
-                   min_seconds=0.0, cuda=False, count=True, time_it=True, progress=True, host_variant=None):
+                   min_seconds=0.0, cuda=False, count=True, time_it=True, progress=True, host_variant=None,
+                   order="interleaved"):
     """Every (batch, beam) configuration: a warm-up round, then ``rounds`` rounds, or more where rounds are
     short, so that each configuration is timed for at least ``min_seconds`` (a round of 1 s has a per-round
     ratio that wanders by several percent; the median of many of them does not). Then (``count``) one more
@@ -280,14 +293,15 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
             bar = tqdm(total=rounds + 1, desc=f"rounds batch {batch} b={beam}", leave=False, file=sys.stderr,
                        disable=not progress)
             start = time.perf_counter()
-            run_round(session, timer, parts, src, beam, batch, searches, sync)  # warm-up
+            run_round(session, timer, parts, src, beam, batch, searches, sync, order=order)  # warm-up
             warm_up = time.perf_counter() - start
             n_rounds = max(rounds, math.ceil(min_seconds / warm_up))
             bar.total = n_rounds + 1
             bar.update()
             samples = []
             for k in range(n_rounds):
-                samples.append(run_round(session, timer, parts, src, beam, batch, searches, sync, offset=k))
+                samples.append(run_round(session, timer, parts, src, beam, batch, searches, sync, offset=k,
+                                         order=order))
                 bar.update()
             bar.close()
             last = samples[-1]
@@ -418,6 +432,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per configuration, at least")
     parser.add_argument("--min-seconds", type=float, default=60.0,
                         help="more rounds where a configuration's rounds take less than this in all")
+    parser.add_argument("--order", choices=("interleaved", "block"), default="interleaved",
+                        help="interleaved: each batch by every variant in turn (the same machine state for all); "
+                             "block: the whole source by one variant, then the next, as a user decodes a file "
+                             "(each variant's own working set in the caches)")
     parser.add_argument("--reward", type=float, default=1.2)
     parser.add_argument("--sweep-lines", type=int, default=200,
                         help="sweep timing on the first model's first N lines (0: skip)")
@@ -508,7 +526,7 @@ def main() -> None:
             for row in bench_decoding(session, timer, parts, src, len(kept), beams, batches, args.rounds, args.reward,
                                       ratio, sync, args.min_seconds, cuda=cuda, count=args.count or args.count_only,
                                       time_it=not args.count_only, progress=args.progress,
-                                      host_variant=args.host_variant):
+                                      host_variant=args.host_variant, order=args.order):
                 rows.append({"model": model["name"], **row})
             if m == 0 and args.sweep_lines > 0 and not args.count_only:
                 sweep_src = work / "sweep.src"
@@ -524,7 +542,7 @@ def main() -> None:
     meta = {"device": device, "machine": machine, "models": metas,
             "config": first["config"], "lines": first["lines"], "rounds": args.rounds,
             "min_seconds": args.min_seconds, "reward": args.reward, "ratio": first["ratio"],
-            "sweep_lines": args.sweep_lines if sweep else 0, "count_only": args.count_only}
+            "sweep_lines": args.sweep_lines if sweep else 0, "count_only": args.count_only, "order": args.order}
     if out is None:
         return
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -588,6 +606,10 @@ def report(meta, rows, sweep) -> str:
              + "; ".join(f"{'`' + m['name'] + '` ' if m['name'] else ''}(`{m['config']}`, first {m['lines']} dev "
                          f"sentences, rho = {m['ratio']:.4f})" for m in models)
              + f". optimal+r: r = {meta['reward']}, rho as given.", ""]
+    if timed and meta.get("order") == "block":
+        lines += ["Order: block (`--order block`). Each round decodes all the sentences with one variant, then "
+                  "with the next, as a user decodes a file, in an order that rotates from round to round; no "
+                  "untimed warm-up decode per batch. The notes below otherwise hold.", ""]
     lines += TIMING_NOTES if timed else []
     lines += COUNT_NOTES if counted else []
     for m in models:
