@@ -16,8 +16,8 @@ after a warm-up. Every batch is decoded by each variant in turn, in an order tha
 first decoded once untimed, to warm the caches. With ``--order block`` a round decodes the whole source with one
 variant, then with the next (their order rotating from round to round), as a user decodes a file: each variant
 then runs with its own working set in the caches, which the interleaved order shares out among them (at batch 1
-this costs the search with more operations a few percent). A round is one pass over the source. It reports medians over
-rounds: decoded sentences per second (decode time: ``translate_batch``, i.e. encoder, decoding loop, beam
+that may cost the search with more operations a few percent). A round is one pass over the source. It reports
+medians over rounds: decoded sentences per second (decode time: ``translate_batch``, i.e. encoder, decoding loop, beam
 search and results; reading, transforms, batching and writing are shared and not timed), total and mean
 decoding steps, the share of decode time spent outside the model's forward pass (encoder, decoder step,
 generator and softmax are timed), and each variant's ratio against stock in the same round. Then it times the
@@ -179,13 +179,15 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0,
                "stats": {}} for v in searches}
     count = [offset]
     names = list(searches)
-    blocks = [None]
+    # one pass of infer() per entry: None decodes each batch with every variant; [v] with variant v alone
+    passes = [None]
     if order == "block":
         k = offset % len(names)
-        blocks = [[v] for v in names[k:] + names[:k]]
+        passes = [[v] for v in names[k:] + names[:k]]
+    current = [None]  # the entry of passes being decoded
 
     def translate_batch(batch_, attn_debug):
-        block = blocks[0]
+        block = current[0]
         k = count[0] % len(names)
         count[0] += 1
         results = {}
@@ -211,8 +213,8 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0,
 
     translator.translate_batch = translate_batch
     try:
-        for block in blocks:
-            blocks[0] = block
+        for entry in passes:
+            current[0] = entry
             session.infer(src)
     finally:
         del translator.translate_batch
