@@ -20,11 +20,15 @@ before its own ``BeamSearch`` and supplies:
 
 Invariant: ``is_finished_list`` is ``[[True]]`` exactly when some example is done (the one host read per step),
 and ``update_finished`` then removes exactly those examples, keeping the others in batch order.
+
+A beam of one item needs no core (``search.beam_of_one``): ``beam_of_one`` says when a decode may run the
+toolkit's own beam search instead, and ``beam_of_one_answers`` scores its answers under every rule.
 """
 from __future__ import annotations
 
 import torch
 
+from onmt_optimal.search import beam_of_one as one
 from onmt_optimal.search.beam import Beam
 from onmt_optimal.search.top_k import TopK, top_k
 
@@ -68,6 +72,41 @@ def strategy(cls, translator, search, batch_size: int, max_length: int, attn_deb
         rules=search.rules,
         host=search.host,
     )
+
+
+def beam_of_one(translator, search, attn_debug: bool) -> bool:
+    """Does the toolkit's own beam search answer for every rule (``search.beam_of_one``, proved there)? With a
+    beam of one item, one answer (``n_best``), and options that change neither the answer's score nor its path's
+    state: no length or coverage penalty (the toolkit's score is then the exact log p), no n-gram blocking (the
+    toolkit does not carry its state along when examples leave; the core does), no ``-ratio`` stop of the
+    toolkit's, no attention handed back."""
+    t, scorer = translator, translator.global_scorer
+    return (search.beam_of_one and t.beam_size == 1 and t.n_best == 1 and not scorer.has_len_pen
+            and not scorer.has_cov_pen and t.block_ngram_repeat == 0 and not t.ratio > 0
+            and not (attn_debug or t.replace_unk))
+
+
+def beam_of_one_answers(translator, search, batch, results, eos: int) -> list[list[dict]]:
+    """Per example of ``batch``, per rule of ``search``: its record (``STATS`` and the 1-best ``tokens``, without
+    EOS), from ``results``, the toolkit's own decode of ``batch`` with a beam of one (``beam_of_one``); each
+    example's score in ``results`` becomes the first rule's. One read of the device for the batch (the tokens
+    and ``|x|``)."""
+    predictions = [answer[0] for answer in results["predictions"]]
+    B = len(predictions)
+    steps = [p.numel() for p in predictions]
+    flat = torch.cat([batch["srclen"].view(B).to(predictions[0]), *predictions]).tolist()
+    tokens, at = [], B
+    for n in steps:
+        tokens.append(flat[at:at + n])
+        at += n
+    ended = [row[-1] == eos for row in tokens]
+    log_prob = [float(answer[0]) for answer in results["scores"]]
+    out = one.records(search.rules, log_prob, steps, ended, flat[:B], max_length(translator, batch))
+    for row, per_rule, end in zip(tokens, out, ended):
+        for record in per_rule:
+            record["tokens"] = row[:-1] if end else row
+    results["scores"] = [[per_rule[0]["score"]] for per_rule in out]
+    return out
 
 
 class CoreDriven:

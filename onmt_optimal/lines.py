@@ -50,6 +50,8 @@ class RuleDecoding:
 
     #: where ``decode``'s search keeps its bookkeeping (``SearchConfig.host``): None, next to the model
     host = None
+    #: a beam of one item may be the toolkit's own search (``SearchConfig.beam_of_one``); False: the core's
+    beam_of_one = True
 
     def decode(self, src, beam_size: int, rules: list, progress=None) -> list[list[dict]]:
         """Decode ``src`` once with ``rules`` (sharing one beam): ``result[line][rule]`` is that rule's record
@@ -60,7 +62,8 @@ class RuleDecoding:
 
         translator = self.translator
         translator.beam_size = beam_size
-        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True, host=self.host)
+        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True, host=self.host,
+                                          beam_of_one=self.beam_of_one)
         translator.progress = progress
         try:
             self.infer(src)

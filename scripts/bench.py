@@ -11,6 +11,8 @@ For beam sizes 1, 5, 10, 20 and batches of 1, 32 and 128 sentences, it decodes t
   optimal+r -stopping optimal -length_reward R -length_ratio RHO
   optimal-host  (on a GPU, or with --host-variant) -stopping optimal with the search's bookkeeping on the host:
             one packed transfer a step instead of its tensor operations on the device (``search.Beam``'s host)
+  optimal-core  (b = 1 only) -stopping optimal through the search core, where ``optimal`` runs OpenNMT-py's own
+            beam search of one item and scores its answer (``search.beam_of_one``): the measure of that special path
 after a warm-up. Every batch is decoded by each variant in turn, in an order that rotates from batch to batch
 (A/B/C/D, B/C/D/A, ...), so all variants see the machine in the same state; batches of several sentences are
 first decoded once untimed, to warm the caches. With ``--order block`` a round decodes the whole source with one
@@ -153,10 +155,12 @@ def search_for(variant: str, reward: float, ratio: float):
         "optimal": (logprob, STOPPING_RULES["optimal"]()),
         "optimal+r": (scoring_rule(length_penalty="none", reward=reward, ratio=ratio), STOPPING_RULES["optimal"]()),
         "optimal-host": (logprob, STOPPING_RULES["optimal"]()),
+        "optimal-core": (logprob, STOPPING_RULES["optimal"]()),
     }[variant]
     # statistics stay in memory (translator._stats); optimal-host: the same search with its bookkeeping on the
     # host (search.Beam's ``host``), fed one packed transfer a step, against the default, next to the model
-    return SearchConfig(stock=False, rules=[rule], host="cpu" if variant == "optimal-host" else None)
+    return SearchConfig(stock=False, rules=[rule], host="cpu" if variant == "optimal-host" else None,
+                        beam_of_one=variant != "optimal-core")
 
 
 def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0, order="interleaved"):
@@ -284,10 +288,11 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
     from onmt_optimal.lines import ordered
 
     rows = []
-    variants = VARIANTS + (["optimal-host"] if (cuda if host_variant is None else host_variant) else [])
+    every = VARIANTS + (["optimal-host"] if (cuda if host_variant is None else host_variant) else [])
     configurations = [(batch, beam) for batch in batches for beam in beams]
     outer = tqdm(configurations, desc="configurations", file=sys.stderr, disable=not progress)
     for batch, beam in outer:
+        variants = every + (["optimal-core"] if beam == 1 else [])
         outer.set_postfix_str(f"batch {batch} b={beam}")
         searches = {v: search_for(v, reward, ratio) for v in variants}
         config_rows = {v: {"batch": batch, "beam": beam, "variant": v} for v in variants}
@@ -309,6 +314,8 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
             last = samples[-1]
             assert last["default"]["preds"] == last["stock"]["preds"], "our default search must give stock's output"
             assert last["optimal"]["preds"] == last["stock"]["preds"], "log-prob optimal must give stock's 1-best"
+            if "optimal-core" in last:
+                assert last["optimal-core"]["preds"] == last["optimal"]["preds"], "a beam of one: the core must agree"
             if "optimal-host" in last:
                 assert last["optimal-host"]["preds"] == last["optimal"]["preds"], "the host's bookkeeping must agree"
             steps = {v: [s["steps"] for s in ordered(last[v]["stats"])] for v in variants if v != "stock"}

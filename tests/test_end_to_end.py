@@ -197,14 +197,17 @@ def assert_same_decodes(a: Path, b: Path, stats: Path, n_best: int = 1):
 
 
 @pytest.mark.parametrize("args", [
+    ["-length_penalty", "none", "-min_length", "2", "-max_length", "8", "-max_length_ratio", "0", "-with_score"],
     ["-length_penalty", "wu", "-alpha", "0.6", "-with_score"],
     ["-block_ngram_repeat", "1", "-min_length", "3", "-max_length", "6", "-max_length_ratio", "0", "-replace_unk"],
 ], ids=" ".join)
 def test_beam_of_one(translate, model, src, tmp_path, args):
-    """A beam of one item takes its own shorter step (``_expand_one``): OpenNMT-py's stopping rule gives stock's
-    output byte for byte, optimal stopping the same translations (its scores carry the exact log-probability,
-    within the float32 bound of stock's, which drifts under a length penalty: ``float32.score_tolerance``). Stock
-    itself crashes on ``-with_score`` and ``-replace_unk`` here, so the stock path is ours without new flags."""
+    """A beam of one item: OpenNMT-py's stopping rule gives stock's output byte for byte, optimal stopping the
+    same translations (its scores carry the exact log-probability, within the float32 bound of stock's, which
+    drifts under a length penalty: ``float32.score_tolerance``). The first case is OpenNMT-py's own search of one,
+    scored afterwards (``search.beam_of_one``); under a length penalty, n-gram blocking or attention the core
+    decodes (``lineage.beam_of_one``). Stock itself crashes on ``-with_score`` and ``-replace_unk`` here, so the
+    stock path is ours without new flags."""
     one_batch_and_batched(translate, model, src, tmp_path / "stock", "-beam_size", "1", *args)
     for stopping in ("default", "optimal"):
         one_batch_and_batched(translate, model, src, tmp_path / stopping, "-beam_size", "1", *args, "-stopping",

@@ -74,3 +74,39 @@ def test_bookkeeping_on_the_host_answers_as_next_to_the_model(toy_run):
     session.host = "cpu"
     away = decode_all(session, d / "dev.src", 4, decoders, ratio=1.5)
     assert away == near
+
+
+@pytest.mark.parametrize("flags", [["-max_length", "25"], ["-max_length", "6", "-min_length", "3"]], ids=" ".join)
+def test_beam_of_one_records_are_the_core_s(toy_run, monkeypatch, flags):
+    """A beam of one item (``search.beam_of_one``): OpenNMT-py's own beam search, scored afterwards, gives every
+    rule's records (tokens, scores, steps, stop reasons, lengths, counts) as the core does, to the bit, in one
+    batch and in batches that shrink; with ``-max_length 6`` some answers are cut there without an EOS. The
+    core is not built on that path (counted), so the comparison is not of the core with itself."""
+    from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
+    from onmt_optimal.search.registry import STOPPING_RULES
+    from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StockScore, WordReward
+
+    model, d = toy_run
+    built = []
+    initialize = CertifiedBeamSearch.initialize
+    monkeypatch.setattr(CertifiedBeamSearch, "initialize", lambda self, *a, **k: built.append(1) or initialize(
+        self, *a, **k))
+    scores = [StockScore(own=False), StockScore("avg", own=False), BoundedWordReward(1.2, 1.5),
+              BoundedWordReward(0.5, 0.4), WordReward(0.5), BPNorm(1.5), BPNorm(1.5, "predicted")]
+    cut = 0
+    for batch in ("1", "8"):
+        session = Session(["-model", str(model), "-max_length_ratio", "0", "-length_penalty", "none",
+                           "-batch_size", batch, *flags])
+        for shrinks in (False, True):
+            rules = [(score, STOPPING_RULES[name]()) for name in STOPPING_RULES
+                     if STOPPING_RULES[name].shrinks == shrinks for score in scores]
+            session.beam_of_one = True
+            built.clear()
+            toolkit = session.decode(d / "dev.src", 1, rules)
+            assert not built
+            session.beam_of_one = False
+            core = session.decode(d / "dev.src", 1, rules)
+            assert built
+            assert toolkit == core
+            cut += sum(line[0]["stop_reason"] == "max_length" for line in core)
+    assert cut > 0 or "6" not in flags

@@ -149,6 +149,9 @@ class SearchConfig:
     #: where the search's bookkeeping lives (``search.Beam``): None, on the model's device; "cpu", on the host
     #: with one packed transfer a step (the benchmark's ``optimal-host`` variant on an accelerator)
     host: str | None = None
+    #: a beam of one item is the toolkit's own beam search, scored afterwards (``search.beam_of_one``, where
+    #: ``lineage.beam_of_one`` allows); False runs the core there too (the tests compare the two)
+    beam_of_one: bool = True
 
     @property
     def scoring(self) -> ScoringRule | None:

@@ -1,7 +1,9 @@
 """``CertifiedTranslator``: OpenNMT-py's ``Translator`` with the new search plugged into ``translate_batch``.
 
 Model loading, devices, batching, transforms, the decode loop and output writing are OpenNMT-py's own.
-This class only (a) builds a ``CertifiedBeamSearch`` instead of ``BeamSearch`` when a new flag asks for it,
+This class only (a) builds a ``CertifiedBeamSearch`` instead of ``BeamSearch`` when a new flag asks for it (for
+a beam of one item, where every rule answers what stock's search returns, it runs stock's and scores the answer:
+``search.beam_of_one``),
 (b) gathers the per-sentence statistics and writes them in input order, (c) answers empty source lines with
 an empty line instead of dropping them, and (d) keeps ``-with_score`` working (stock crashes on it, upstream
 issue #2583), (e) gives attention to the beam in the batch-first layout it expects: OpenNMT-py
@@ -55,6 +57,11 @@ class CertifiedTranslator(Translator):
         if search is None or search.stock or sampling:
             results = super().translate_batch(batch, attn_debug)
             stats = rule_results = None
+        elif lineage.beam_of_one(self, search, attn_debug):
+            results = super().translate_batch(batch, attn_debug)
+            rule_results = lineage.beam_of_one_answers(self, search, batch, results, self._tgt_eos_idx)
+            stats = [{key: per_rule[0][key] for key in lineage.STATS} for per_rule in rule_results]
+            rule_results = rule_results if search.collect else None
         else:
             strategy = lineage.strategy(CertifiedBeamSearch, self, search, len(batch["srclen"]),
                                         lineage.max_length(self, batch), attn_debug)

@@ -1,0 +1,67 @@
+"""A beam of one item: the toolkit's own beam search answers for every rule, and this module scores its answer.
+
+Claim. With ``b = 1`` and ``n_best = 1``, every (scoring, stopping) pair answers the one hypothesis the toolkit's
+beam search of one returns, at the step it returns it.
+
+Proof. The beam is one item. The pick (``Beam.pick``) is the top-1 of the same candidate sums in the core and in
+the toolkit, so both follow the same path. At the step ``t`` that item completes (its EOS, or ``t = T``) no live
+item is left, and every stopping rule is done with the example: the certificate (Eq. 2; Eq. 5 with the reward)
+compares the kept score with the best bound over no item at all, ``-inf``; OpenNMT's rule sees its top item
+finished; a shrinking beam has no slot left; the exhaustive run has nothing left to run. The toolkit ends the
+example at that same step (its top item finished, and ``n_best = 1`` hypothesis collected). Before ``t`` nothing
+completed, so no rule kept anything, and each rule's answer is that hypothesis, scored by its own ``final``. QED
+
+So nothing needs deciding during such a decode: the toolkit's step runs as it is (about half the tensor
+operations of the core's, which would compute a certificate that cannot fire before the end), and ``records``
+scores the answer afterwards with each rule's ``final`` on the same float32 numbers the core would use: its
+records are the core's (``tests/test_end_to_end.py::test_beam_of_one_records_are_the_core_s``). Which decodes
+qualify (options that change neither the score nor the path's state) is the adapter's business
+(``lineage.beam_of_one``).
+"""
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from onmt_optimal.search.scoring import StepView
+
+
+def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bool], src_len: list[int],
+            max_length: int) -> list[list[dict]]:
+    """Per example, per rule, the statistics the core reports (``Beam.answers``): ``steps``, ``stop_reason``,
+    ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``, ``completed``.
+
+    ``log_prob``: each example's answer's log p (the toolkit's float32 score under no length or coverage
+    penalty); ``steps``: its tokens, EOS included (the step it completed at); ``ended``: its last token is EOS
+    (else it was cut at ``max_length``); ``src_len``: ``|x|``. ``final`` takes one step ``t`` for all the items
+    of a view, so the examples are scored in groups that completed at the same step (a few slices a batch)."""
+    B, R = len(steps), len(rules)
+    order = sorted(range(B), key=steps.__getitem__)  # by step, so that each group is a slice (a view)
+    lp = torch.tensor([log_prob[i] for i in order], dtype=torch.float).view(B, 1)
+    eos = torch.tensor([ended[i] for i in order], dtype=torch.bool).view(B, 1)
+    src = torch.tensor([src_len[i] for i in order], dtype=torch.float)
+    parts, start = [], 0
+    for t, group in itertools.groupby(order, key=steps.__getitem__):
+        end = start + len(list(group))
+        view = StepView(log_prob=lp[start:end], eos=eos[start:end], src_len=src[start:end], step=t,
+                        max_length=max_length)
+        parts.append(torch.cat([score.final(view) for score, _ in rules], dim=1))  # (n, R)
+        start = end
+    sorted_scores = torch.cat(parts).tolist()
+    scores = [None] * B
+    for j, i in enumerate(order):
+        scores[i] = sorted_scores[j]
+    src = torch.tensor(src_len, dtype=torch.float)
+    targets = [score.target_length(src) for score, _ in rules]
+    targets = [None if target is None else target.tolist() for target in targets]
+    return [[{
+        "steps": steps[i],
+        "stop_reason": "max_length" if steps[i] >= max_length else "all_finished",
+        "score": scores[i][r],
+        "log_prob": log_prob[i],
+        "length": steps[i] - ended[i],
+        "target_length": None if targets[r] is None else targets[r][i],
+        "src_length": int(src_len[i]),
+        "completed": 1,
+    } for r in range(R)] for i in range(B)]
