@@ -20,8 +20,6 @@ qualify (options that change neither the score nor the path's state) is the adap
 """
 from __future__ import annotations
 
-import itertools
-
 import torch
 
 from onmt_optimal.search.scoring import StepView
@@ -42,8 +40,11 @@ def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bo
     eos = torch.tensor([ended[i] for i in order], dtype=torch.bool).view(B, 1)
     src = torch.tensor([src_len[i] for i in order], dtype=torch.float)
     parts, start = [], 0
-    for t, group in itertools.groupby(order, key=steps.__getitem__):
-        end = start + len(list(group))
+    while start < B:
+        t = steps[order[start]]
+        end = start + 1
+        while end < B and steps[order[end]] == t:
+            end += 1
         view = StepView(log_prob=lp[start:end], eos=eos[start:end], src_len=src[start:end], step=t,
                         max_length=max_length)
         parts.append(torch.cat([score.final(view) for score, _ in rules], dim=1))  # (n, R)
