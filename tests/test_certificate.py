@@ -355,3 +355,37 @@ def test_bookkeeping_on_the_host_answers_as_on_the_decode_s_device(case, stop, b
     near, away = decode(case, stop), decode(case, stop, host="cpu")
     assert answers(away) == answers(near)
     assert away.search_stats == near.search_stats
+
+
+@SETTINGS
+@given(cases(rules=("none",)), st.booleans())
+def test_a_beam_of_one_is_stock_s_search_scored_afterwards(case, shrinks):
+    """``search.beam_of_one``: with one item of beam, stock OpenNMT-py's own ``BeamSearch``, its answer scored by
+    ``beam_of_one.records``, gives every rule's record (steps, stop reason, score, log p, lengths, counts, tokens)
+    as the core does when it runs the whole decode for all of them at once."""
+    from onmt.translate.beam_search import BeamSearch
+
+    from onmt_optimal.search import beam_of_one
+
+    grid = [("none", 0.0), ("avg", 0.0), ("wu", 0.0), ("reward", case["reward"]), ("wreward", 0.7), ("bp", 0.0)]
+    stops = [name for name, rule in STOPPING_RULES.items() if rule.shrinks == shrinks]
+    rules = [(scoring_rule(rule, reward, case["ratio"], case["alpha"]), STOPPING_RULES[stop]())
+             for rule, reward in grid for stop in stops]
+    for rule, _ in rules:
+        rule.own = False  # scored from log p, as on a shared beam (the decode ranks by log p)
+    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+    examples = list(range(case["batch"]))
+    common = dict(batch_size=case["batch"], pad=PAD, bos=BOS, eos=EOS, unk=UNK, start=BOS, n_best=1,
+                  global_scorer=make_scorer("none"), min_length=0, max_length=case["max_length"],
+                  return_attention=False, block_ngram_repeat=0, exclusion_tokens=set(), stepwise_penalty=False,
+                  ratio=0.0, ban_unk_token=False)
+    core = CertifiedBeamSearch(1, rules=rules, **common)
+    run_strategy(core, model, examples, case["src_lens"])
+    stock = BeamSearch(1, **common)
+    run_strategy(stock, model, examples, case["src_lens"])
+    tokens = [stock.predictions[b][0].tolist() for b in examples]
+    records = beam_of_one.records(rules, [float(stock.scores[b][0]) for b in examples], [len(t) for t in tokens],
+                                  [t[-1] == EOS for t in tokens], case["src_lens"], case["max_length"])
+    for b in examples:
+        ended = tokens[b][-1] == EOS
+        assert [dict(r, tokens=tokens[b][:-1] if ended else tokens[b]) for r in records[b]] == core.rule_results[b]
