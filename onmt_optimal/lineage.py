@@ -86,11 +86,11 @@ def beam_of_one(translator, search, attn_debug: bool) -> bool:
             and not (attn_debug or t.replace_unk))
 
 
-def beam_of_one_answers(translator, search, batch, results, eos: int) -> list[list[dict]]:
+def beam_of_one_answers(translator, search, batch, results, eos: set) -> list[list[dict]]:
     """Per example of ``batch``, per rule of ``search``: its record (``STATS`` and the 1-best ``tokens``, without
-    EOS), from ``results``, the toolkit's own decode of ``batch`` with a beam of one (``beam_of_one``); each
-    example's score in ``results`` becomes the first rule's. One read of the device for the batch (the tokens
-    and ``|x|``)."""
+    its end token, one of ``eos``), from ``results``, the toolkit's own decode of ``batch`` with a beam of one
+    (``beam_of_one``); each example's score in ``results`` becomes the first rule's. One read of the device for
+    the batch (the tokens and ``|x|``), then the scoring's one copy there and one read (``beam_of_one.records``)."""
     predictions = [answer[0] for answer in results["predictions"]]
     B = len(predictions)
     steps = [p.numel() for p in predictions]
@@ -99,9 +99,10 @@ def beam_of_one_answers(translator, search, batch, results, eos: int) -> list[li
     for n in steps:
         tokens.append(flat[at:at + n])
         at += n
-    ended = [row[-1] == eos for row in tokens]
+    ended = [row[-1] in eos for row in tokens]
     log_prob = [float(answer[0]) for answer in results["scores"]]
-    out = one.records(search.rules, log_prob, steps, ended, flat[:B], max_length(translator, batch))
+    out = one.records(search.rules, log_prob, steps, ended, flat[:B], max_length(translator, batch),
+                      predictions[0].device)
     for row, per_rule, end in zip(tokens, out, ended):
         for record in per_rule:
             record["tokens"] = row[:-1] if end else row

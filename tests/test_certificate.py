@@ -19,7 +19,7 @@ from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StockScore, WordReward
 from onmt_optimal.search.stopping import STOPPING_RULES
 from onmt_optimal.search.top_k import TopK
-from synthetic import (BOS, EOS, PAD, UNK, SyntheticModel, best_of, make_scorer, reference_beam,
+from synthetic import (BOS, DEVICE, EOS, PAD, UNK, SyntheticModel, best_of, make_scorer, reference_beam,
                        reference_score, reference_shrinking, run_strategy)
 
 SETTINGS = settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -385,7 +385,7 @@ def test_a_beam_of_one_is_stock_s_search_scored_afterwards(case, shrinks):
     run_strategy(stock, model, examples, case["src_lens"])
     tokens = [stock.predictions[b][0].tolist() for b in examples]
     records = beam_of_one.records(rules, [float(stock.scores[b][0]) for b in examples], [len(t) for t in tokens],
-                                  [t[-1] == EOS for t in tokens], case["src_lens"], case["max_length"])
+                                  [t[-1] == EOS for t in tokens], case["src_lens"], case["max_length"], DEVICE)
     for b in examples:
         ended = tokens[b][-1] == EOS
         assert [dict(r, tokens=tokens[b][:-1] if ended else tokens[b]) for r in records[b]] == core.rule_results[b]

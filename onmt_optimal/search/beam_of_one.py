@@ -26,19 +26,24 @@ from onmt_optimal.search.scoring import StepView
 
 
 def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bool], src_len: list[int],
-            max_length: int) -> list[list[dict]]:
+            max_length: int, device=None) -> list[list[dict]]:
     """Per example, per rule, the statistics the core reports (``Beam.answers``): ``steps``, ``stop_reason``,
     ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``, ``completed``.
 
     ``log_prob``: each example's answer's log p (the toolkit's float32 score under no length or coverage
     penalty); ``steps``: its tokens, EOS included (the step it completed at); ``ended``: its last token is EOS
     (else it was cut at ``max_length``); ``src_len``: ``|x|``. ``final`` takes one step ``t`` for all the items
-    of a view, so the examples are scored in groups that completed at the same step (a few slices a batch)."""
+    of a view, so the examples are scored in groups that completed at the same step (a few slices a batch).
+
+    ``device``: where the scores are computed, the decode's (None: the CPU), as the core computes them there:
+    a float32 division by a Python number is a true division on CPU and a product with its reciprocal on CUDA
+    (PyTorch's ``div_true_kernel_cuda``), which may differ in the last bit. One copy there, one read back."""
     B, R = len(steps), len(rules)
     order = sorted(range(B), key=steps.__getitem__)  # by step, so that each group is a slice (a view)
-    lp = torch.tensor([log_prob[i] for i in order], dtype=torch.float).view(B, 1)
-    eos = torch.tensor([ended[i] for i in order], dtype=torch.bool).view(B, 1)
-    src = torch.tensor([src_len[i] for i in order], dtype=torch.float)
+    # (counts and lengths are exact in float32, below 2^24)
+    facts = torch.tensor([[log_prob[i], float(ended[i]), float(src_len[i])] for i in order], dtype=torch.float,
+                         device=device)
+    lp, eos, src = facts[:, :1], facts[:, 1:2].bool(), facts[:, 2]
     parts, start = [], 0
     while start < B:
         t = steps[order[start]]
@@ -49,20 +54,19 @@ def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bo
                         max_length=max_length)
         parts.append(torch.cat([score.final(view) for score, _ in rules], dim=1))  # (n, R)
         start = end
-    sorted_scores = torch.cat(parts).tolist()
-    scores = [None] * B
-    for j, i in enumerate(order):
-        scores[i] = sorted_scores[j]
-    src = torch.tensor(src_len, dtype=torch.float)
     targets = [score.target_length(src) for score, _ in rules]
-    targets = [None if target is None else target.tolist() for target in targets]
+    targeted = [r for r, target in enumerate(targets) if target is not None]
+    columns = torch.cat([torch.cat(parts)] + [targets[r].view(B, 1) for r in targeted], dim=1).tolist()
+    per_example = [None] * B
+    for j, i in enumerate(order):
+        per_example[i] = columns[j]
     return [[{
         "steps": steps[i],
         "stop_reason": "max_length" if steps[i] >= max_length else "all_finished",
-        "score": scores[i][r],
+        "score": per_example[i][r],
         "log_prob": log_prob[i],
         "length": steps[i] - ended[i],
-        "target_length": None if targets[r] is None else targets[r][i],
+        "target_length": per_example[i][R + targeted.index(r)] if r in targeted else None,
         "src_length": int(src_len[i]),
         "completed": 1,
     } for r in range(R)] for i in range(B)]
