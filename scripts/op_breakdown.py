@@ -4,7 +4,8 @@
         -beam_size 10 -length_penalty none
 
 Decodes ``--src`` once untimed, then once under ``torch.profiler`` (with stacks) for each of ``--variants``
-(``stock`` or a ``-stopping`` name, log-probability), and prints the aten events per decoder call (one call of
+(``stock`` or a ``-stopping`` name, log-probability; ``optimal-core``: through the search core even at b = 1,
+where ``optimal`` runs stock's search of one item), and prints the aten events per decoder call (one call of
 the translator's ``_decode_and_generate``), grouped by the innermost OpenNMT-py or onmt-optimal function that
 issued them, and how many of them the search issued (stock's or ours: ``SEARCH``). ``--torch-topk`` puts
 ``torch.topk`` in place of the CPU's two-pass top-k, as on an accelerator. ``--kernels`` counts only the ops that
@@ -37,8 +38,11 @@ def breakdown(session, src: str, variant: str, kernels: bool = False) -> tuple[i
     from onmt_optimal.search.registry import STOPPING_RULES, scoring_rule
 
     translator = session.translator
+    core = variant.endswith("-core")  # through the search core even for a beam of one item (search.beam_of_one)
+    stopping = variant.removesuffix("-core")
     translator.search = (SearchConfig(stock=True, rules=[]) if variant == "stock"
-                         else SearchConfig(stock=False, rules=[(scoring_rule(), STOPPING_RULES[variant]())]))
+                         else SearchConfig(stock=False, rules=[(scoring_rule(), STOPPING_RULES[stopping]())],
+                                           beam_of_one=not core))
     session.infer(src)  # warm
     calls = [0]
     inner = translator._decode_and_generate
@@ -66,7 +70,8 @@ def breakdown(session, src: str, variant: str, kernels: bool = False) -> tuple[i
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--src", required=True, help="source lines (already clean)")
-    parser.add_argument("--variants", default="stock,optimal", help="stock and/or -stopping names")
+    parser.add_argument("--variants", default="stock,optimal",
+                        help="stock and/or -stopping names; NAME-core: through the search core at b = 1 too")
     parser.add_argument("--top", type=int, default=20, help="functions listed per variant")
     parser.add_argument("--torch-topk", action="store_true", help="torch.topk for every top-k, as on a GPU")
     parser.add_argument("--kernels", action="store_true",
