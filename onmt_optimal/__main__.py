@@ -123,7 +123,7 @@ def sweep(argv: list[str]) -> None:
 def _sweep_ray(args) -> None:
     from onmt_optimal.distributed.cluster import WorkerError
     from onmt_optimal.opennmt.checkpoint import CheckpointError
-    from onmt_optimal.opennmt.options import OptionError
+    from onmt_optimal.options import OptionError
     from onmt_optimal.sweep import paper_decoders, run_sweep_ray
 
     un = args.unescape_moses

@@ -14,6 +14,8 @@ import math
 
 import torch
 
+from onmt_optimal.options import SearchConfig
+
 
 def key(batch, i: int) -> tuple:
     """The key of example ``i`` of ``batch``: (corpus id, line number in it)."""
@@ -58,8 +60,6 @@ class RuleDecoding:
         (``tokens``, ``text``, ``score``, ``log_prob``, ``length``, ``steps``, ``stop_reason``, ...).
         ``progress``, if given, is called with the number of sentences of each batch once translated (e.g. a
         tqdm bar's ``update``)."""
-        from onmt_optimal.opennmt.options import SearchConfig  # (toolkit-free; eole's options re-export it)
-
         translator = self.translator
         translator.beam_size = beam_size
         translator.search = SearchConfig(stock=False, rules=list(rules), collect=True, host=self.host,

@@ -144,7 +144,7 @@ class PartTimer:
 
 
 def search_for(variant: str, reward: float, ratio: float):
-    from onmt_optimal.opennmt.options import SearchConfig
+    from onmt_optimal.options import SearchConfig
     from onmt_optimal.search.registry import STOPPING_RULES, scoring_rule
 
     if variant == "stock":

@@ -33,7 +33,7 @@ SEARCH = ("onmt/translate/beam_search.py", "onmt/translate/decode_strategy.py", 
 def breakdown(session, src: str, variant: str, kernels: bool = False) -> tuple[int, collections.Counter]:
     import torch
 
-    from onmt_optimal.opennmt.options import SearchConfig
+    from onmt_optimal.options import SearchConfig
     from onmt_optimal.profiling import kernel_like
     from onmt_optimal.search.registry import STOPPING_RULES, scoring_rule
 

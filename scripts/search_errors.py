@@ -69,7 +69,7 @@ def parse_args(argv=None):
 
 
 def search_options(args) -> Namespace:
-    """The onmt_translate options of the beam, as a namespace ``onmt_optimal.opennmt.options`` understands."""
+    """The onmt_translate options of the beam, as a namespace ``onmt_optimal.options`` understands."""
     return Namespace(stopping="optimal", length_penalty=args.length_penalty, alpha=args.alpha,
                      length_reward=args.length_reward, length_ratio=args.length_ratio, bp_norm=args.bp_norm,
                      bound="exact", coverage_penalty="none", beta=0.0)
@@ -115,7 +115,7 @@ def run_beam(args, lines: list[str], workdir: Path) -> list[dict]:
 def rule_of(args):
     from onmt.translate.beam_search import GNMTGlobalScorer
 
-    from onmt_optimal.opennmt import options
+    from onmt_optimal import options
 
     opt = search_options(args)
     try:

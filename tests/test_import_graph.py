@@ -1,5 +1,6 @@
-"""The package's import graph: no cycle anywhere (imports inside functions included), and the search core
-(``onmt_optimal/search/``) imports no toolkit, only torch and itself."""
+"""The package's import graph: no cycle anywhere (imports inside functions included), the search core
+(``onmt_optimal/search/``) imports no toolkit, only torch and itself, and neither toolkit's adapter imports the
+other's: what they share lives outside both."""
 from __future__ import annotations
 
 import ast
@@ -54,3 +55,25 @@ def test_search_core_imports_no_toolkit():
             top = name.split(".")[0]
             assert top in {"torch", "__future__", "dataclasses", "functools", "typing", "math", "onmt_optimal"}, (path, name)
             assert not name.startswith("onmt_optimal.") or name.startswith("onmt_optimal.search"), (path, name)
+
+
+#: what both adapters share: it imports neither adapter nor any toolkit
+SHARED = ("options", "lines", "lineage", "search")
+
+
+def test_adapters_share_only_what_lives_outside_both():
+    edges = graph()
+    for name, targets in edges.items():
+        parts = name.split(".")
+        adapter = parts[1] if len(parts) > 1 and parts[1] in ("opennmt", "eole") else None
+        shared = len(parts) > 1 and parts[1] in SHARED
+        for target in targets:
+            other = target.split(".")[1] if target.count(".") else None
+            if adapter is not None:
+                assert other not in ({"opennmt", "eole"} - {adapter}), (name, target)
+            if shared:
+                assert other not in ("opennmt", "eole"), (name, target)
+    for module in SHARED:
+        path = PACKAGE / module if (PACKAGE / module).is_dir() else PACKAGE / f"{module}.py"
+        for file in ([path] if path.is_file() else path.rglob("*.py")):
+            assert not {m.split(".")[0] for m in imports(file)} & {"onmt", "eole"}, file

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from onmt_optimal.distributed import plan
-from onmt_optimal.opennmt import options, patch
+from onmt_optimal import options
+from onmt_optimal.opennmt import patch
 
 REPO = Path(__file__).resolve().parent.parent
 LINES = 200

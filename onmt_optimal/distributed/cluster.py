@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 
-from onmt_optimal.opennmt.options import RAY_INSTALL, OptionError
+from onmt_optimal.options import RAY_INSTALL, OptionError
 
 OBJECT_STORE_BYTES = 256 * 1024 * 1024
 

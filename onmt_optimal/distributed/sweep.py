@@ -57,7 +57,7 @@ def decode_many(translate_args: list[str], src_lines: list[str], refs: list[list
     None is estimated first on ``src_lines``/``refs`` by one actor. ``progress`` is called once per decode."""
     import torch
 
-    from onmt_optimal.opennmt.options import OptionError
+    from onmt_optimal.options import OptionError
 
     threads = max(1, torch.get_num_threads())
     cpus = 1 if gpus_per_worker > 0 else threads

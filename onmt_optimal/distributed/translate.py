@@ -196,7 +196,7 @@ def _search(opt):
     """The search the options select (``SearchConfig``), and its score's label, without loading a model."""
     from onmt.translate import GNMTGlobalScorer
 
-    from onmt_optimal.opennmt.options import SearchConfig
+    from onmt_optimal.options import SearchConfig
 
     search = SearchConfig.from_opt(opt, GNMTGlobalScorer.from_opt(opt))
     rule = search.scoring

@@ -5,8 +5,8 @@ from their fields (``eole.config.cli.add_model``). ``OptimalDecodingConfig`` hol
 makes a subclass of eole's ``PredictConfig`` with them, which ``patch`` gives to ``eole predict`` (so the flags
 appear in ``eole predict -h`` and YAML configs accept the keys; stock eole forbids unknown keys).
 
-Validation is the OpenNMT-py adapter's (``onmt_optimal.opennmt.options.validate``: it reads only option values,
-no toolkit), plus eole's sampling options (``top_k``/``top_p``); flags are named as eole's command line also
+Validation is the shared one (``onmt_optimal.options.validate``: it reads only option values, no toolkit),
+plus eole's sampling options (``top_k``/``top_p``); flags are named as eole's command line also
 spells them (``-stopping``; eole accepts ``--stopping`` and ``-stopping``). Every impossible combination raises
 ``OptionError`` with a one-line message.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from functools import lru_cache
 
-from onmt_optimal.opennmt.options import OptionError, SearchConfig, n_best_warning, scoring_rule, validate as _validate
+from onmt_optimal.options import OptionError, SearchConfig, n_best_warning, scoring_rule, validate as _validate
 from onmt_optimal.search.registry import STOPPING_RULES
 from onmt_optimal.search.scoring import BOUNDS
 

@@ -146,7 +146,7 @@ def apply_cli() -> None:
 
     @functools.wraps(stock_main)
     def main():
-        from onmt_optimal.opennmt.options import OptionError
+        from onmt_optimal.options import OptionError
 
         try:
             return stock_main()

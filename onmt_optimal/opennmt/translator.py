@@ -29,7 +29,7 @@ from onmt.translate.translator import Translator
 from onmt_optimal import lineage, lines
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
-from onmt_optimal.opennmt.options import SearchConfig
+from onmt_optimal.options import SearchConfig
 from onmt_optimal.opennmt.output import DeferredOutput
 
 

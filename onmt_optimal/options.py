@@ -1,0 +1,227 @@
+"""What the new options mean, for every toolkit's adapter: their validation and the search they select.
+
+``validate`` raises ``OptionError`` with a one-line message for any value or combination the search cannot
+honour (it reads option values only, with OpenNMT-py's names, which eole's options share, so both adapters
+call it); ``SearchConfig`` is what a decode runs: (scoring, stopping) rules sharing one beam, or stock search,
+and ``SearchConfig.from_opt`` picks it from parsed options. Registering the flags on a toolkit's command line is
+the adapter's business (``opennmt.options.add_options``, ``eole.options.config_class``).
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass
+
+from onmt_optimal.search import registry
+from onmt_optimal.search.registry import STOPPING_RULES
+from onmt_optimal.search.scoring import BOUNDS, ScoringRule
+from onmt_optimal.search.stopping import StoppingRule
+
+
+class OptionError(ValueError):
+    """A flag value or combination that cannot be honoured; the message is one line, fit for the user."""
+
+
+@dataclass
+class SearchConfig:
+    """What to run: (scoring, stopping) rules sharing one beam, or stock OpenNMT-py search when ``stock``.
+
+    The first rule answers on the output; the others (the sweep's) only in ``rule_results``."""
+
+    stock: bool
+    rules: list
+    stats_file: str | None = None
+    #: keep every rule's per-line answer (``CertifiedTranslator._rule_results``), for the tools
+    collect: bool = False
+    #: where the search's bookkeeping lives (``search.Beam``): None, on the model's device; "cpu", on the host
+    #: with one packed transfer a step (the benchmark's ``optimal-host`` variant on an accelerator)
+    host: str | None = None
+    #: a beam of one item is the toolkit's own beam search, scored afterwards (``search.beam_of_one``, where
+    #: ``lineage.beam_of_one`` allows); False runs the core there too (the tests compare the two)
+    beam_of_one: bool = True
+
+    @property
+    def scoring(self) -> ScoringRule | None:
+        return self.rules[0][0] if self.rules else None
+
+    @property
+    def stopping(self) -> StoppingRule | None:
+        return self.rules[0][1] if self.rules else None
+
+    @classmethod
+    def from_opt(cls, opt, global_scorer) -> "SearchConfig":
+        validate(opt)
+        stopping_name = getattr(opt, "stopping", "default")
+        reward = getattr(opt, "length_reward", 0.0)
+        bp_norm = getattr(opt, "bp_norm", False)
+        stats_file = getattr(opt, "stats_file", None)
+        if stopping_name == "default" and reward == 0 and not bp_norm and not stats_file:
+            return cls(stock=True, rules=[])
+        warning = n_best_warning(opt)
+        if warning:
+            sys.stderr.write(f"onmt_translate: warning: {warning}\n")
+        rule = (scoring_rule(opt, global_scorer), STOPPING_RULES[stopping_name]())
+        return cls(stock=False, rules=[rule], stats_file=stats_file)
+
+
+def n_best_warning(opt) -> str | None:
+    """One line when -n_best asks for more hypotheses than the chosen beam can complete, else None.
+
+    A beam of one item completes exactly one hypothesis (every rule stops when its one item completes), and a
+    shrinking beam of b items at most b; the n-best list is then padded with repeats of the last hypothesis,
+    since OpenNMT-py expects exactly n_best answers (README, "Known limits")."""
+    n_best = getattr(opt, "n_best", 1)
+    beam = getattr(opt, "beam_size", 1)
+    if beam == 1 and n_best > 1:
+        holds = "a beam of one item completes one hypothesis"
+    elif getattr(opt, "stopping", "default") == "shrinking" and n_best > beam:
+        holds = f"a shrinking beam of {beam} items completes at most {beam}"
+    else:
+        return None
+    return (f"-n_best {n_best} exceeds what the beam can hold ({holds}): each n-best list is padded with "
+            f"repeats of its last hypothesis")
+
+
+def scoring_rule(opt, global_scorer) -> ScoringRule:
+    """The scoring rule the (validated) options ask for (``search.registry.scoring_rule``)."""
+    return registry.scoring_rule(
+        length_penalty=getattr(opt, "length_penalty", "none") if global_scorer.has_len_pen else "none",
+        alpha=global_scorer.alpha, coverage=global_scorer.has_cov_pen, reward=getattr(opt, "length_reward", 0.0),
+        ratio=getattr(opt, "length_ratio", None), bp_norm=getattr(opt, "bp_norm", False),
+        bound=getattr(opt, "bound", "exact"))
+
+
+def _check_writable(flag: str, path: str | None) -> None:
+    """A file we will write at the end must have a directory to go to: say so before the model loads."""
+    if not path or path in (os.devnull, "-"):
+        return
+    if os.path.isdir(path):
+        raise OptionError(f"{flag} {path} is a directory, not a file")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise OptionError(f"{flag} {path} is not writable")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise OptionError(f"{flag} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise OptionError(f"{flag} {path}: directory {parent} is not writable")
+
+
+def _check_readable(flag: str, path: str | None) -> None:
+    if not path or path in (os.devnull, "-"):
+        return
+    if not os.path.exists(path):
+        raise OptionError(f"{flag} {path}: no such file")
+    if os.path.isdir(path):
+        raise OptionError(f"{flag} {path} is a directory, not a file")
+    if not os.access(path, os.R_OK):
+        raise OptionError(f"{flag} {path} is not readable")
+
+
+def validate(opt) -> None:
+    """Raise ``OptionError`` for any value or combination the search cannot honour, for a -src that cannot be
+    read and for a -stats_file or -output that could not be written (checked here, before the model loads,
+    rather than after the decode)."""
+    _check_readable("-src", getattr(opt, "src", None))
+    _check_writable("-stats_file", getattr(opt, "stats_file", None))
+    _check_writable("-output", getattr(opt, "output", None))
+    validate_workers(opt)
+    stopping = getattr(opt, "stopping", "default")
+    reward = getattr(opt, "length_reward", 0.0)
+    ratio = getattr(opt, "length_ratio", None)
+    if stopping not in STOPPING_RULES:
+        raise OptionError(
+            f"-stopping must be one of {', '.join(STOPPING_RULES)} (got {stopping!r})"
+        )
+    if reward is None or math.isnan(reward) or math.isinf(reward) or reward < 0:
+        raise OptionError(f"-length_reward must be a finite number >= 0 (got {reward})")
+    if ratio is not None and (math.isnan(ratio) or math.isinf(ratio) or ratio <= 0):
+        raise OptionError(f"-length_ratio must be a finite number > 0 (got {ratio})")
+    bp_norm = getattr(opt, "bp_norm", False)
+    bound = getattr(opt, "bound", "exact")
+    length_penalty = getattr(opt, "length_penalty", "none")
+    if bound not in BOUNDS:
+        raise OptionError(f"-bound must be one of {', '.join(BOUNDS)} (got {bound!r})")
+    if (reward > 0 or bp_norm) and length_penalty != "none":
+        what = "-bp_norm" if bp_norm else "-length_reward"
+        raise OptionError(f"{what} replaces length normalization: add -length_penalty none "
+                          f"(got -length_penalty {length_penalty})")
+    if bp_norm and ratio is None:
+        raise OptionError("-bp_norm needs -length_ratio RHO (> 0): its brevity penalty aims at l = RHO * |x|")
+    if bp_norm and reward > 0:
+        raise OptionError("-bp_norm and -length_reward are two different scores: choose one")
+    if bound == "predicted":
+        if not (bp_norm or length_penalty in ("avg", "wu")) or reward > 0:
+            raise OptionError("-bound predicted applies to normalized scores (-length_penalty avg|wu or -bp_norm)")
+        if ratio is None:
+            raise OptionError("-bound predicted needs -length_ratio RHO (> 0): it assumes outputs end by RHO * |x|")
+    sampling = getattr(opt, "random_sampling_topk", 0) != 0 or getattr(opt, "random_sampling_topp", 0.0) != 0
+    if sampling and (stopping != "default" or reward > 0 or bp_norm):
+        raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
+                          "(-random_sampling_topk/-random_sampling_topp)")
+    ours = stopping != "default" or reward > 0 or bp_norm or getattr(opt, "stats_file", None)
+    if ours and getattr(opt, "ratio", 0.0) > 0:
+        raise OptionError("OpenNMT-py's -ratio stopping rule cannot be combined with onmt-optimal's flags; "
+                          "drop -ratio")
+    if stopping == "optimal" and (getattr(opt, "coverage_penalty", "none") != "none"
+                                  or getattr(opt, "stepwise_penalty", False)):
+        raise OptionError("-stopping optimal needs a score that never rises as a hypothesis grows; "
+                          "a coverage penalty can, so use -coverage_penalty none")
+
+
+RAY_INSTALL = "pip install 'onmt-optimal[ray]' (or pip install ray==2.60.0)"
+
+
+def uses_new_flags(opt) -> bool:
+    """True when any onmt-optimal flag other than -progress is set."""
+    return (getattr(opt, "stopping", "default") != "default" or getattr(opt, "length_reward", 0.0) != 0
+            or getattr(opt, "bp_norm", False) or bool(getattr(opt, "stats_file", None))
+            or getattr(opt, "ray_workers", 0) != 0)
+
+
+def validate_workers(opt) -> None:
+    """-ray_workers and its companions, and OpenNMT-py's own -world_size, which onmt-optimal's flags refuse.
+
+    OpenNMT-py 3.5.1's ``-world_size N`` inference (``InferenceEnginePY``, ``spawned_infer``) starts N processes
+    that each initialise a torch.distributed group (NCCL by default) and each decode the *whole* input with the
+    whole model (or, under ``-parallel_mode tensor_parallel``, a slice of it), every one writing ``-output``
+    and, with our flags, ``-stats_file``: it does not split a corpus. So with our flags it is refused, and
+    ``-ray_workers`` is what splits one."""
+    workers = getattr(opt, "ray_workers", 0) or 0
+    world_size = getattr(opt, "world_size", 1) or 1
+    if world_size > 1 and uses_new_flags(opt):
+        raise OptionError(
+            f"-world_size {world_size} is not supported with onmt-optimal's flags (OpenNMT-py 3.5.1 runs every "
+            f"process over the whole input, each writing -output): use -ray_workers {world_size} instead "
+            f"(with -gpu 0 for one GPU per worker)")
+    if workers < 0:
+        raise OptionError(f"-ray_workers must be a number >= 0 (got {workers})")
+    gpus = getattr(opt, "ray_gpus_per_worker", None)
+    if workers == 0:
+        if getattr(opt, "ray_address", None) or gpus is not None:
+            flag = "-ray_address" if getattr(opt, "ray_address", None) else "-ray_gpus_per_worker"
+            raise OptionError(f"{flag} needs -ray_workers N (N >= 1)")
+        return
+    if gpus is not None and (math.isnan(gpus) or gpus < 0):
+        raise OptionError(f"-ray_gpus_per_worker must be a number >= 0 (got {gpus})")
+    on_gpu = getattr(opt, "gpu", -1) >= 0
+    if gpus is not None and gpus > 0 and not on_gpu:
+        raise OptionError("-ray_gpus_per_worker needs -gpu 0 (each worker decodes on the GPU Ray gives it)")
+    if on_gpu and gpus == 0:
+        raise OptionError("-gpu with -ray_gpus_per_worker 0: drop -gpu to decode on CPU workers")
+    refused = [(getattr(opt, "random_sampling_topk", 0) != 0 or getattr(opt, "random_sampling_topp", 0.0) != 0,
+                "random sampling (-random_sampling_topk/-random_sampling_topp) draws from one random stream "
+                "across the whole input, which workers cannot share"),
+               (bool(getattr(opt, "tgt", None)), "-tgt (gold scores)"),
+               (getattr(opt, "attn_debug", False), "-attn_debug (printed per sentence, by each worker)"),
+               (getattr(opt, "align_debug", False), "-align_debug (printed per sentence, by each worker)"),
+               (getattr(opt, "verbose", False), "-verbose (printed per sentence, by each worker)")]
+    for refused_here, what in refused:
+        if refused_here:
+            raise OptionError(f"-ray_workers does not take {what}: run it in one process (drop -ray_workers)")
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise OptionError(f"-ray_workers needs Ray, which is not installed: {RAY_INSTALL}")
