@@ -471,8 +471,10 @@ def main() -> None:
         runs = [json.loads(Path(path).read_text()) for path in args.render]
         meta, rows = runs[0]["meta"], [row for run in runs for row in run["rows"]]
         sweep = next((run["sweep"] for run in runs if run["sweep"]), None)
-        if len(runs) > 1:
-            meta = dict(meta, sweep_lines=next((r["meta"]["sweep_lines"] for r in runs if r["sweep"]), 0))
+        if len(runs) > 1:  # one report of parts, e.g. batches or models run by separate device calls
+            models = {m["name"]: m for run in runs for m in run["meta"].get("models", [])}
+            meta = dict(meta, sweep_lines=next((r["meta"]["sweep_lines"] for r in runs if r["sweep"]), 0),
+                        models=list(models.values()) or meta.get("models"))
             Path(args.out).with_suffix(".json").write_text(
                 json.dumps({"meta": meta, "rows": rows, "sweep": sweep}, indent=1) + "\n")
         Path(args.out).write_text(report(meta, rows, sweep))

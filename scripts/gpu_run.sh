@@ -11,13 +11,19 @@
 #   own tensors), then the benchmark at batch 1
 # Device run 2 (carry [".gpu"]):  bash .gpu/on-device.sh bash scripts/gpu_run.sh 2 "$OUT"
 #   the benchmark at batches 32 and 128, and the sweep
+# Device run 3, if device time is left (the issue's transformer; one model travels at a time, so first, here:
+#   bash scripts/device_tree.sh only multi30k-de-en-transformer):
+#                     bash .gpu/on-device.sh bash scripts/gpu_run.sh 3 "$OUT"
+#   the Multi30k transformer at batches 1 and 32, b = 1, 5, 10, on 100 dev sentences
 # Here, afterwards:   bash scripts/device_tree.sh restore
-#   python scripts/bench.py --render RUN1/RESULTS-gpu-1.json RUN2/RESULTS-gpu-2.json --out benchmarks/RESULTS-gpu.md
-# (RUN1, RUN2: the folders the two runs' files were fetched to). LINES=N shortens a run that would not fit.
+#   python scripts/bench.py --render RUN1/RESULTS-gpu-1.json RUN2/RESULTS-gpu-2.json [RUN3/RESULTS-gpu-3.json] \
+#     --out benchmarks/RESULTS-gpu.md
+# (RUN1..3: the folders the runs' files were fetched to; the report has a section per model). LINES=N shortens a
+# run that would not fit.
 # The data comes from .gpu/data (../shared does not travel); each part's log lands in the output folder.
 set -uo pipefail
-part=${1:?usage: bash scripts/gpu_run.sh 1|2 OUT_DIR}
-out=${2:?usage: bash scripts/gpu_run.sh 1|2 OUT_DIR}
+part=${1:?usage: bash scripts/gpu_run.sh 1|2|3 OUT_DIR}
+out=${2:?usage: bash scripts/gpu_run.sh 1|2|3 OUT_DIR}
 lines=${LINES:-200}
 mkdir -p "$out"
 bench=(python3 scripts/bench.py --config tvsub --data .gpu/data --gpu 0 --lines "$lines" --min-seconds 8
@@ -29,5 +35,9 @@ case "$part" in
     timeout 450 "${bench[@]}" --batches 1 --sweep-lines 0 2>&1 | tee "$out/bench-1.log" | grep -v INFO | tail -40 ;;
   2)
     timeout 560 "${bench[@]}" --batches 32,128 --sweep-lines 100 2>&1 | tee "$out/bench-2.log" | grep -v INFO | tail -60 ;;
-  *) echo "part must be 1 or 2" >&2; exit 2 ;;
+  3)
+    timeout 560 python3 scripts/bench.py --config transformer --data .gpu/data --gpu 0 --lines "${LINES:-100}" \
+      --min-seconds 4 --batches 1,32 --beams 1,5,10 --sweep-lines 0 --no-progress --out "$out/RESULTS-gpu-3.md" \
+      2>&1 | tee "$out/bench-3.log" | grep -v INFO | tail -40 ;;
+  *) echo "part must be 1, 2 or 3" >&2; exit 2 ;;
 esac
