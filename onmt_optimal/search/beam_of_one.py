@@ -4,7 +4,9 @@ Claim. With ``b = 1`` and ``n_best = 1``, every (scoring, stopping) pair answers
 beam search of one returns, at the step it returns it.
 
 Proof. The beam is one item. The pick (``Beam.pick``) is the top-1 of the same candidate sums in the core and in
-the toolkit, so both follow the same path. At the step ``t`` that item completes (its EOS, or ``t = T``) no live
+the toolkit, so both follow the same path (but where two candidates' sums tie exactly: on CPU above 16k
+candidates the core's top-k takes the lower index, ``torch.topk`` its own; either is the beam's top-1, and this
+path answers as stock does). At the step ``t`` that item completes (its EOS, or ``t = T``) no live
 item is left, and every stopping rule is done with the example: the certificate (Eq. 2; Eq. 5 with the reward)
 compares the kept score with the best bound over no item at all, ``-inf``; OpenNMT's rule sees its top item
 finished; a shrinking beam has no slot left; the exhaustive run has nothing left to run. The toolkit ends the
@@ -14,7 +16,8 @@ completed, so no rule kept anything, and each rule's answer is that hypothesis, 
 So nothing needs deciding during such a decode: the toolkit's step runs as it is (about half the tensor
 operations of the core's, which would compute a certificate that cannot fire before the end), and ``records``
 scores the answer afterwards with each rule's ``final`` on the same float32 numbers the core would use: its
-records are the core's (``tests/test_end_to_end.py::test_beam_of_one_records_are_the_core_s``). Which decodes
+records are the core's (``tests/test_certificate.py::test_a_beam_of_one_is_stock_s_search_scored_afterwards``,
+``tests/test_sweep.py::test_beam_of_one_records_are_the_core_s``). Which decodes
 qualify (options that change neither the score nor the path's state) is the adapter's business
 (``lineage.beam_of_one``).
 """
