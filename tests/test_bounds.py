@@ -16,13 +16,13 @@ from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StepView, Sto
 from synthetic import BOS, EOS, PAD, SyntheticModel
 
 
-def view(rule, log_prob, t, T, src_len, eos):
+def view(rule, log_prob, t, T, src_len, eos, like_cuda=False):
     lp = torch.tensor([[log_prob]], dtype=torch.float32)
     return StepView(log_prob=lp, eos=torch.tensor([[bool(eos)]]),
-                    src_len=torch.tensor([float(src_len)]), step=t, max_length=T)
+                    src_len=torch.tensor([float(src_len)]), step=t, max_length=T, like_cuda=like_cuda)
 
 
-def walk(model, rule, prefix, log_prob, T, src_len, ancestors, checked):
+def walk(model, rule, prefix, log_prob, T, src_len, ancestors, checked, like_cuda=False):
     """Expand ``prefix`` (a live item at step len(prefix)) with every token; check each completion."""
     dist = model.log_probs(0, prefix)
     t = len(prefix) + 1
@@ -32,13 +32,13 @@ def walk(model, rule, prefix, log_prob, T, src_len, ancestors, checked):
         lp = float(torch.tensor(log_prob, dtype=torch.float32) + dist[tok])  # float32 sum, like OpenNMT-py
         ends = tok == EOS or t == T
         if ends:
-            final = float(rule.final(view(rule, lp, t, T, src_len, tok == EOS)))
+            final = float(rule.final(view(rule, lp, t, T, src_len, tok == EOS, like_cuda)))
             for bound in ancestors:
                 assert final <= bound, (prefix + (tok,), final, bound)
             checked.append(final)
         else:
-            bound = float(rule.bound(view(rule, lp, t, T, src_len, False)))
-            walk(model, rule, prefix + (tok,), lp, T, src_len, ancestors + [bound], checked)
+            bound = float(rule.bound(view(rule, lp, t, T, src_len, False, like_cuda)))
+            walk(model, rule, prefix + (tok,), lp, T, src_len, ancestors + [bound], checked, like_cuda)
 
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -52,9 +52,12 @@ def walk(model, rule, prefix, log_prob, T, src_len, ancestors, checked):
     reward=st.sampled_from([0.0, 0.4, 1.2, 5.0]),
     ratio=st.sampled_from([0.3, 1.0, 1.27, 3.0]),
     src_len=st.integers(1, 6),
+    like_cuda=st.booleans(),
 )
 def test_no_completion_scores_above_any_ancestor_bound(rule, seed, sharpness, eos_bias, T, alpha, reward,
-                                                       ratio, src_len):
+                                                       ratio, src_len, like_cuda):
+    """``like_cuda``: divisions by a Python number as CUDA computes them (``StepView.divide``), as the bookkeeping
+    on the host computes next to a CUDA model: admissible there too."""
     model = SyntheticModel(7, seed, eos_bias, sharpness)
     if rule == "reward":
         scoring = BoundedWordReward(reward, ratio)
@@ -65,8 +68,22 @@ def test_no_completion_scores_above_any_ancestor_bound(rule, seed, sharpness, eo
     else:
         scoring = StockScore(rule, alpha)
     checked: list = []
-    walk(model, scoring, (), 0.0, T, src_len, [], checked)
+    walk(model, scoring, (), 0.0, T, src_len, [], checked, like_cuda)
     assert checked
+
+
+def test_a_division_as_cuda_computes_it():
+    """``StepView.divide``: CUDA's float32 ``x / d`` for a Python number ``d`` is ``x * (1.0f / float(d))`` (one
+    rounding for the reciprocal, one for the product), which differs from the CPU's division in the last bit
+    for some ``x``; the view reproduces either."""
+    x = torch.linspace(-40.0, -0.01, 20001, dtype=torch.float32).view(1, -1)
+    d = 1.9**0.6  # an OpenNMT-py length penalty, in double as it computes them
+    inverse = torch.tensor(1.0, dtype=torch.float32) / torch.tensor(d, dtype=torch.float32)
+    plain = StepView(log_prob=x, eos=x > 0, src_len=torch.ones(1), step=1, max_length=2)
+    cuda = StepView(log_prob=x, eos=x > 0, src_len=torch.ones(1), step=1, max_length=2, like_cuda=True)
+    assert torch.equal(plain.divide(x, d), x / d)
+    assert torch.equal(cuda.divide(x, d), x * inverse)
+    assert not torch.equal(x / d, x * inverse)  # the two differ somewhere: the flag matters
 
 
 def test_word_reward_bound_rounds_as_its_score():

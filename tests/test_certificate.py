@@ -389,3 +389,22 @@ def test_a_beam_of_one_is_stock_s_search_scored_afterwards(case, shrinks):
     for b in examples:
         ended = tokens[b][-1] == EOS
         assert [dict(r, tokens=tokens[b][:-1] if ended else tokens[b]) for r in records[b]] == core.rule_results[b]
+
+
+@pytest.mark.skipif(DEVICE.type != "cuda", reason="compares CUDA's arithmetic with the host's imitation of it")
+@SETTINGS
+@given(cases(rules=("avg", "wu")))
+def test_the_host_divides_as_the_cuda_device(case):
+    """``StepView.like_cuda``: a normalized score and its bound computed on the host for a CUDA decode are the
+    numbers the device computes, to the bit (``ONMT_OPTIMAL_TEST_DEVICE=cuda``, ``scripts/gpu_run.sh`` part 1)."""
+    from onmt_optimal.search.scoring import StepView
+
+    rule = StockScore(case["rule"], case["alpha"], own=False)
+    x = torch.randn(64, 8, generator=torch.Generator().manual_seed(case["seed"])).abs().neg() * 30
+    for t in range(1, case["max_length"] + 1):
+        def view(log_prob, like_cuda):
+            return StepView(log_prob=log_prob, eos=log_prob > 0, src_len=torch.ones(64, device=log_prob.device),
+                            step=t, max_length=case["max_length"], like_cuda=like_cuda)
+        device, host = view(x.to(DEVICE), False), view(x, True)
+        assert torch.equal(rule.final(device).cpu(), rule.final(host))
+        assert torch.equal(rule.bound(device).cpu(), rule.bound(host))

@@ -59,11 +59,25 @@ class StepView:
     #: what a rule computes once per batch (its target lengths, a constant part of its bound): the search keeps
     #: one dict per batch and empties it when examples leave; a view made on its own starts empty
     memo: dict = field(default_factory=dict)
+    #: divide by a Python number as CUDA does (``divide``): set where these tensors live on the host but the
+    #: decode's own scores come from a CUDA device (``search.Beam``'s ``host``)
+    like_cuda: bool = False
 
     @cached_property
     def out_len(self) -> torch.Tensor:
         """(B, beam) long: |y| if the item ends now (EOS excluded), made on first use."""
         return self.step - self.eos.long()
+
+    def divide(self, x: torch.Tensor, d: float) -> torch.Tensor:
+        """``x / d`` for a Python number ``d``, as the decode's device computes it. CUDA computes a float32 tensor
+        divided by a Python number as its product with the float32 reciprocal of ``d`` (PyTorch's
+        ``div_true_kernel_cuda``: ``1.0f / float(d)``, then one multiplication), which may differ in the last bit
+        from the CPU's division; a bound must be computed as the score it bounds is (``like_cuda``)."""
+        if not self.like_cuda:
+            return x / d
+        inverse = self.once(("1/d", d), lambda: torch.tensor(1.0, dtype=x.dtype, device=x.device)
+                            / torch.tensor(d, dtype=x.dtype, device=x.device))
+        return x * inverse
 
     def once(self, key, make: Callable[[], torch.Tensor]) -> torch.Tensor:
         """``make()``, computed on the first call with ``key`` in this batch (the same operations every time,
@@ -161,7 +175,7 @@ class StockScore(_Targeted):
             return view.stock_score
         if not self.normalized:
             return view.log_prob
-        return view.log_prob / self._lp(view.step + 1)  # the same float32 op as OpenNMT-py's advance()
+        return view.divide(view.log_prob, self._lp(view.step + 1))  # the float32 op of OpenNMT-py's advance()
 
     def bound(self, view: StepView) -> torch.Tensor:
         if self.has_coverage:
@@ -169,7 +183,7 @@ class StockScore(_Targeted):
         if not self.normalized:
             return view.log_prob
         if self.bound_mode == "exact":
-            return view.log_prob / max(self._lp(view.step + 2), self._lp(view.max_length + 1))
+            return view.divide(view.log_prob, max(self._lp(view.step + 2), self._lp(view.max_length + 1)))
         # predicted: the longest continuation considered ends at step clamp(l, t+1, T), per example
         last = self._target(view).clamp(min=view.step + 1, max=view.max_length).ceil().long()
         table = self._penalty_table(view.max_length, view.log_prob.device)  # table[t'] = lp(t' + 1)
