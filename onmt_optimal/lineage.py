@@ -78,19 +78,21 @@ def beam_of_one(translator, search, attn_debug: bool) -> bool:
     """Does the toolkit's own beam search answer for every rule (``search.beam_of_one``, proved there)? With a
     beam of one item, one answer (``n_best``), and options that change neither the answer's score nor its path's
     state: no length or coverage penalty (the toolkit's score is then the exact log p), no n-gram blocking (the
-    toolkit does not carry its state along when examples leave; the core does), no ``-ratio`` stop of the
-    toolkit's, no attention handed back."""
+    toolkit does not carry its state along when examples leave; the core does), no forced target prefix
+    (``tgt_file_prefix``: eole restarts the score where it ends), no ``-ratio`` stop of the toolkit's, no
+    attention handed back."""
     t, scorer = translator, translator.global_scorer
     return (search.beam_of_one and t.beam_size == 1 and t.n_best == 1 and not scorer.has_len_pen
-            and not scorer.has_cov_pen and t.block_ngram_repeat == 0 and not t.ratio > 0
-            and not (attn_debug or t.replace_unk))
+            and not scorer.has_cov_pen and t.block_ngram_repeat == 0 and not t.tgt_file_prefix
+            and not t.ratio > 0 and not (attn_debug or t.replace_unk))
 
 
-def beam_of_one_answers(translator, search, batch, results, eos: set) -> list[list[dict]]:
-    """Per example of ``batch``, per rule of ``search``: its record (``STATS`` and the 1-best ``tokens``, without
-    its end token, one of ``eos``), from ``results``, the toolkit's own decode of ``batch`` with a beam of one
-    (``beam_of_one``); each example's score in ``results`` becomes the first rule's. One read of the device for
-    the batch (the tokens and ``|x|``), then the scoring's one copy there and one read (``beam_of_one.records``)."""
+def beam_of_one_answers(translator, search, batch, results, eos: set) -> tuple[list, list]:
+    """``(stats, records)`` of ``results``, the toolkit's own decode of ``batch`` with a beam of one
+    (``beam_of_one``), as ``CoreDriven`` gives them: per example the first rule's statistics (``STATS``), and per
+    example, per rule of ``search``, its record (``STATS`` and the 1-best ``tokens``, without its end token, one
+    of ``eos``); each example's score in ``results`` becomes the first rule's. One read of the device for the
+    batch (the tokens and ``|x|``), then the scoring's one copy there and one read (``beam_of_one.records``)."""
     predictions = [answer[0] for answer in results["predictions"]]
     B = len(predictions)
     steps = [p.numel() for p in predictions]
@@ -107,7 +109,7 @@ def beam_of_one_answers(translator, search, batch, results, eos: set) -> list[li
         for record in per_rule:
             record["tokens"] = row[:-1] if end else row
     results["scores"] = [[per_rule[0]["score"]] for per_rule in out]
-    return out
+    return [{key: per_rule[0][key] for key in STATS} for per_rule in out], out
 
 
 class CoreDriven:

@@ -105,11 +105,11 @@ class CertifiedTranslator(Certified, Translator):
     """eole's encoder-decoder ``Translator`` with the new search."""
 
     def _certified(self, batch, attn_debug):
-        if lineage.beam_of_one(self, self.search, attn_debug) and not self.tgt_file_prefix:
+        if lineage.beam_of_one(self, self.search, attn_debug):
             # a beam of one item: eole's own beam search, its answer scored under every rule (search.beam_of_one)
             results = super(Certified, self).predict_batch(batch, attn_debug)
-            rule_results = lineage.beam_of_one_answers(self, self.search, batch, results, set(self._tgt_eos_idx))
-            stats = [{key: per_rule[0][key] for key in lineage.STATS} for per_rule in rule_results]
+            stats, rule_results = lineage.beam_of_one_answers(self, self.search, batch, results,
+                                                              set(self._tgt_eos_idx))
             return results, stats, rule_results
         strategy = lineage.strategy(CertifiedBeamSearch, self, self.search, len(batch["srclen"]),
                                     lineage.max_length(self, batch), attn_debug)

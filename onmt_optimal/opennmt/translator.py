@@ -59,8 +59,7 @@ class CertifiedTranslator(Translator):
             stats = rule_results = None
         elif lineage.beam_of_one(self, search, attn_debug):
             results = super().translate_batch(batch, attn_debug)
-            rule_results = lineage.beam_of_one_answers(self, search, batch, results, {self._tgt_eos_idx})
-            stats = [{key: per_rule[0][key] for key in lineage.STATS} for per_rule in rule_results]
+            stats, rule_results = lineage.beam_of_one_answers(self, search, batch, results, {self._tgt_eos_idx})
             rule_results = rule_results if search.collect else None
         else:
             strategy = lineage.strategy(CertifiedBeamSearch, self, search, len(batch["srclen"]),

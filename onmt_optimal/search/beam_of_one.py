@@ -57,9 +57,9 @@ def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bo
                         max_length=max_length)
         parts.append(torch.cat([score.final(view) for score, _ in rules], dim=1))  # (n, R)
         start = end
-    targets = [score.target_length(src) for score, _ in rules]
-    targeted = [r for r, target in enumerate(targets) if target is not None]
-    columns = torch.cat([torch.cat(parts)] + [targets[r].view(B, 1) for r in targeted], dim=1).tolist()
+    targets = {r: target for r, (score, _) in enumerate(rules) if (target := score.target_length(src)) is not None}
+    column = {r: R + j for j, r in enumerate(targets)}  # where rule r's l is, after the R scores
+    columns = torch.cat([torch.cat(parts)] + [target.view(B, 1) for target in targets.values()], dim=1).tolist()
     per_example = [None] * B
     for j, i in enumerate(order):
         per_example[i] = columns[j]
@@ -69,7 +69,7 @@ def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bo
         "score": per_example[i][r],
         "log_prob": log_prob[i],
         "length": steps[i] - ended[i],
-        "target_length": per_example[i][R + targeted.index(r)] if r in targeted else None,
+        "target_length": per_example[i][column[r]] if r in column else None,
         "src_length": int(src_len[i]),
         "completed": 1,
     } for r in range(R)] for i in range(B)]
