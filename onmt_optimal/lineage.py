@@ -29,7 +29,7 @@ from __future__ import annotations
 import torch
 
 from onmt_optimal.search import beam_of_one as one
-from onmt_optimal.search.beam import Beam
+from onmt_optimal.search.beam import AUTO, Beam
 from onmt_optimal.search.top_k import TopK, top_k
 
 #: the toolkits' mask for completed items (beam_search.py); their children never outrank a real item
@@ -117,7 +117,7 @@ class CoreDriven:
     ``search_stats[b]`` holds the first rule's statistics for example ``b`` and ``rule_results[b][r]`` the same
     for rule ``r`` plus its 1-best ``tokens``."""
 
-    def _init_core(self, rules: list, eos: int, top_k: TopK = top_k, host: torch.device | str | None = None) -> None:
+    def _init_core(self, rules: list, eos: int, top_k: TopK = top_k, host: torch.device | str | None = AUTO) -> None:
         """``host``: where the core's bookkeeping lives (``search.Beam``); the attention of kept hypotheses
         stays with the model, so a decode that returns attention keeps it there too."""
         if self.return_attention:

@@ -15,6 +15,7 @@ import math
 import torch
 
 from onmt_optimal.options import SearchConfig
+from onmt_optimal.search.beam import AUTO
 
 
 def key(batch, i: int) -> tuple:
@@ -50,8 +51,9 @@ class RuleDecoding:
     """``decode`` for a loaded model of either toolkit (``session.Session``, ``eole.session.EoleSession``), which
     supplies ``translator``, ``vocabs``, ``infer(src)`` and ``detokenize`` (its reverse transforms, or None)."""
 
-    #: where ``decode``'s search keeps its bookkeeping (``SearchConfig.host``): None, next to the model
-    host = None
+    #: where ``decode``'s search keeps its bookkeeping (``SearchConfig.host``): "auto", on the host next to a
+    #: CUDA model; None, next to the model
+    host = AUTO
     #: a beam of one item may be the toolkit's own search (``SearchConfig.beam_of_one``); False: the core's
     beam_of_one = True
 

@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 
 from onmt_optimal.search import registry
+from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.registry import STOPPING_RULES
 from onmt_optimal.search.scoring import BOUNDS, ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
@@ -34,9 +35,9 @@ class SearchConfig:
     stats_file: str | None = None
     #: keep every rule's per-line answer (``CertifiedTranslator._rule_results``), for the tools
     collect: bool = False
-    #: where the search's bookkeeping lives (``search.Beam``): None, on the model's device; "cpu", on the host
-    #: with one packed transfer a step (the benchmark's ``optimal-host`` variant on an accelerator)
-    host: str | None = None
+    #: where the search's bookkeeping lives (``search.Beam``): "auto", on the host when the model runs on a CUDA
+    #: device, else next to it; None, on the model's device; "cpu", on the host with one packed transfer a step
+    host: str | None = AUTO
     #: a beam of one item is the toolkit's own beam search, scored afterwards (``search.beam_of_one``, where
     #: ``lineage.beam_of_one`` allows); False runs the core there too (the tests compare the two)
     beam_of_one: bool = True

@@ -9,8 +9,10 @@ For beam sizes 1, 5, 10, 20 and batches of 1, 32 and 128 sentences, it decodes t
   default   our bookkeeping with OpenNMT-py's stopping rule (same output as stock)
   optimal   -stopping optimal
   optimal+r -stopping optimal -length_reward R -length_ratio RHO
-  optimal-host  (on a GPU, or with --host-variant) -stopping optimal with the search's bookkeeping on the host:
-            one packed transfer a step instead of its tensor operations on the device (``search.Beam``'s host)
+  optimal-device  (on a GPU, or with --placement-variant) -stopping optimal with the search's bookkeeping next
+            to the model, where ``optimal`` keeps it on the host there (``search.Beam``'s ``host``, ``AUTO``: one
+            packed transfer a step instead of its tensor operations on the device); on CPU the variant is
+            optimal-host, the bookkeeping behind a transfer to the same CPU
   optimal-core  (b = 1 only) -stopping optimal through the search core, where ``optimal`` runs OpenNMT-py's own
             beam search of one item and scores its answer (``search.beam_of_one``): the measure of that special path
 after a warm-up. Every batch is decoded by each variant in turn, in an order that rotates from batch to batch
@@ -145,6 +147,7 @@ class PartTimer:
 
 def search_for(variant: str, reward: float, ratio: float):
     from onmt_optimal.options import SearchConfig
+    from onmt_optimal.search.beam import AUTO
     from onmt_optimal.search.registry import STOPPING_RULES, scoring_rule
 
     if variant == "stock":
@@ -155,12 +158,14 @@ def search_for(variant: str, reward: float, ratio: float):
         "optimal": (logprob, STOPPING_RULES["optimal"]()),
         "optimal+r": (scoring_rule(length_penalty="none", reward=reward, ratio=ratio), STOPPING_RULES["optimal"]()),
         "optimal-host": (logprob, STOPPING_RULES["optimal"]()),
+        "optimal-device": (logprob, STOPPING_RULES["optimal"]()),
         "optimal-core": (logprob, STOPPING_RULES["optimal"]()),
     }[variant]
-    # statistics stay in memory (translator._stats); optimal-host: the same search with its bookkeeping on the
-    # host (search.Beam's ``host``), fed one packed transfer a step, against the default, next to the model
-    return SearchConfig(stock=False, rules=[rule], host="cpu" if variant == "optimal-host" else None,
-                        beam_of_one=variant != "optimal-core")
+    # statistics stay in memory (translator._stats); optimal-host and optimal-device: the same search with its
+    # bookkeeping on the host (search.Beam's ``host``), fed one packed transfer a step, or next to the model,
+    # where the others have it where ``AUTO`` puts it (on the host next to a CUDA model)
+    host = {"optimal-host": "cpu", "optimal-device": None}.get(variant, AUTO)
+    return SearchConfig(stock=False, rules=[rule], host=host, beam_of_one=variant != "optimal-core")
 
 
 def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0, order="interleaved"):
@@ -275,20 +280,22 @@ def count_fields(totals) -> dict[str, dict]:
 
 
 def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, reward, ratio, sync,
-                   min_seconds=0.0, cuda=False, count=True, time_it=True, progress=True, host_variant=None,
+                   min_seconds=0.0, cuda=False, count=True, time_it=True, progress=True, placement_variant=None,
                    order="interleaved"):
     """Every (batch, beam) configuration: a warm-up round, then ``rounds`` rounds, or more where rounds are
     short, so that each configuration is timed for at least ``min_seconds`` (a round of 1 s has a per-round
     ratio that wanders by several percent; the median of many of them does not). Then (``count``) one more
     pass that counts each variant's work per decoder call (``count_round``), after the timing so that it
-    cannot disturb it. ``time_it=False``: the counting pass only. ``host_variant``: add ``optimal-host`` (None:
-    on CUDA only, where the bookkeeping's place matters)."""
+    cannot disturb it. ``time_it=False``: the counting pass only. ``placement_variant``: add the bookkeeping in
+    its other place, ``optimal-device`` on CUDA and ``optimal-host`` on CPU (None: on CUDA only, where the
+    bookkeeping's place matters)."""
     from tqdm import tqdm
 
     from onmt_optimal.lines import ordered
 
     rows = []
-    every = VARIANTS + (["optimal-host"] if (cuda if host_variant is None else host_variant) else [])
+    other = "optimal-device" if cuda else "optimal-host"
+    every = VARIANTS + ([other] if (cuda if placement_variant is None else placement_variant) else [])
     configurations = [(batch, beam) for batch in batches for beam in beams]
     outer = tqdm(configurations, desc="configurations", file=sys.stderr, disable=not progress)
     for batch, beam in outer:
@@ -316,8 +323,8 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
             assert last["optimal"]["preds"] == last["stock"]["preds"], "log-prob optimal must give stock's 1-best"
             if "optimal-core" in last:
                 assert last["optimal-core"]["preds"] == last["optimal"]["preds"], "a beam of one: the core must agree"
-            if "optimal-host" in last:
-                assert last["optimal-host"]["preds"] == last["optimal"]["preds"], "the host's bookkeeping must agree"
+            if other in last:
+                assert last[other]["preds"] == last["optimal"]["preds"], "the bookkeeping's place must not matter"
             steps = {v: [s["steps"] for s in ordered(last[v]["stats"])] for v in variants if v != "stock"}
             steps["stock"] = steps["default"]  # same beam, same stopping rule, same output (checked above)
             for v in variants:
@@ -341,7 +348,7 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
         for v in variants:
             row = config_rows[v]
             rows.append(row)
-            text = f"batch {batch:3d} beam {beam:2d} {v:10s}"
+            text = f"batch {batch:3d} beam {beam:2d} {v:14s}"
             if time_it:
                 text += (f" {row['sent_per_s']:8.1f} sent/s  x{row['speed_vs_stock']:.3f} vs stock ({_range(row)})"
                          f"  outside forward {100 * row['outside_forward']:.1f}%  mean steps {row['mean_steps']:.2f}")
@@ -453,8 +460,9 @@ def main() -> None:
     parser.add_argument("--count-only", action="store_true",
                         help="only count the work per decoder call: no timing, no sweep; writes only with --out")
     parser.add_argument("--gpu", type=int, default=None, help="GPU id (default: 0 when CUDA is available, else CPU)")
-    parser.add_argument("--host-variant", action=argparse.BooleanOptionalAction, default=None,
-                        help="also decode optimal-host, the search's bookkeeping on the host (default: on a GPU)")
+    parser.add_argument("--placement-variant", action=argparse.BooleanOptionalAction, default=None,
+                        help="also decode the search's bookkeeping in its other place: optimal-device on a GPU "
+                             "(default there), optimal-host on CPU")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (1: steady timings; more oversubscribe a 2-core machine)")
     parser.add_argument("--out", help="report (a JSON file beside it); default benchmarks/RESULTS.md, "
@@ -537,7 +545,7 @@ def main() -> None:
             for row in bench_decoding(session, timer, parts, src, len(kept), beams, batches, args.rounds, args.reward,
                                       ratio, sync, args.min_seconds, cuda=cuda, count=args.count or args.count_only,
                                       time_it=not args.count_only, progress=args.progress,
-                                      host_variant=args.host_variant, order=args.order):
+                                      placement_variant=args.placement_variant, order=args.order):
                 rows.append({"model": model["name"], **row})
             if m == 0 and args.sweep_lines > 0 and not args.count_only:
                 sweep_src = work / "sweep.src"

@@ -5,7 +5,8 @@
 
 Decodes ``--src`` once untimed, then once under ``torch.profiler`` (with stacks) for each of ``--variants``
 (``stock`` or a ``-stopping`` name, log-probability; ``optimal-core``: through the search core even at b = 1,
-where ``optimal`` runs stock's search of one item), and prints the aten events per decoder call (one call of
+where ``optimal`` runs stock's search of one item; ``NAME-host``: with the search's bookkeeping on the host,
+``SearchConfig.host``), and prints the aten events per decoder call (one call of
 the translator's ``_decode_and_generate``), grouped by the innermost OpenNMT-py or onmt-optimal function that
 issued them, and how many of them the search issued (stock's or ours: ``SEARCH``). ``--torch-topk`` puts
 ``torch.topk`` in place of the CPU's two-pass top-k, as on an accelerator. ``--kernels`` counts only the ops that
@@ -13,6 +14,10 @@ would be kernels on an accelerator (``onmt_optimal.profiling.kernel_like``), the
 "CUDA kernels of our search <= stock's":
 
     python scripts/op_breakdown.py --src dev50.zh --kernels --torch-topk -- -config ... -batch_size 32 ...
+
+A ``-host`` variant runs here with host and model on the same CPU; its ops are split by where they would run
+next to an accelerator (``host_side``): those of the search's bookkeeping on the host are listed apart and left
+out of the per-call count, which is then the device's.
 """
 from __future__ import annotations
 
@@ -30,6 +35,20 @@ SEARCH = ("onmt/translate/beam_search.py", "onmt/translate/decode_strategy.py", 
           "onmt_optimal/lineage.py", "onmt_optimal/opennmt/beam_search.py")
 
 
+#: the prefix of a function's name whose ops, with the bookkeeping on a host, run there
+HOST = "host: "
+#: the search core's functions that run on the decode's device when the bookkeeping is on a host (``search.Beam``):
+#: the pick and the packing of the step's facts; everything else of ``onmt_optimal/search/`` runs on the host
+DEVICE_SIDE = ("): pick", "): _pack")
+
+
+def host_side(frames: list[str]) -> bool:
+    """An event issued, with the bookkeeping on a host, by the search core on that host: its innermost frame in
+    ``onmt_optimal/search/`` is not one of ``DEVICE_SIDE``."""
+    inner = next((f for f in frames if "onmt_optimal/search/" in f), None)
+    return inner is not None and not inner.endswith(DEVICE_SIDE)
+
+
 def breakdown(session, src: str, variant: str, kernels: bool = False) -> tuple[int, collections.Counter]:
     import torch
 
@@ -39,10 +58,11 @@ def breakdown(session, src: str, variant: str, kernels: bool = False) -> tuple[i
 
     translator = session.translator
     core = variant.endswith("-core")  # through the search core even for a beam of one item (search.beam_of_one)
-    stopping = variant.removesuffix("-core")
+    host = variant.endswith("-host")  # the bookkeeping on the host
+    stopping = variant.removesuffix("-core").removesuffix("-host")
     translator.search = (SearchConfig(stock=True, rules=[]) if variant == "stock"
                          else SearchConfig(stock=False, rules=[(scoring_rule(), STOPPING_RULES[stopping]())],
-                                           beam_of_one=not core))
+                                           beam_of_one=not core, host="cpu" if host else None))
     session.infer(src)  # warm
     calls = [0]
     inner = translator._decode_and_generate
@@ -63,7 +83,8 @@ def breakdown(session, src: str, variant: str, kernels: bool = False) -> tuple[i
         if not event.name.startswith("aten::") or (kernels and not kernel_like(event)):
             continue
         frames = [f for f in event.stack if ("onmt_optimal" in f or "onmt/" in f) and "torch/" not in f]
-        where[frames[0].split("site-packages/")[-1].replace(str(ROOT) + "/", "") if frames else "(other)"] += 1
+        name = frames[0].split("site-packages/")[-1].replace(str(ROOT) + "/", "") if frames else "(other)"
+        where[(HOST + name) if host and host_side(frames) else name] += 1
     return calls[0], where
 
 
@@ -90,9 +111,10 @@ def main(argv=None) -> None:
     what = "kernel-like ops" if args.kernels else "aten ops"
     for variant in args.variants.split(","):
         calls, where = breakdown(session, args.src, variant, args.kernels)
-        search = sum(n for name, n in where.items() if any(part in name for part in SEARCH))
-        print(f"{variant}: {calls} decoder calls, {sum(where.values()) / calls:.1f} {what} per call, "
-              f"{search / calls:.1f} of them in the search")
+        on_host = sum(n for name, n in where.items() if name.startswith(HOST))
+        search = sum(n for name, n in where.items() if any(part in name for part in SEARCH) and not name.startswith(HOST))
+        print(f"{variant}: {calls} decoder calls, {(sum(where.values()) - on_host) / calls:.1f} {what} per call, "
+              f"{search / calls:.1f} of them in the search" + (f"; {on_host / calls:.1f} more on the host" if on_host else ""))
         for name, n in where.most_common(args.top):
             print(f"  {n / calls:7.1f}  {name}")
 

@@ -357,6 +357,47 @@ def test_bookkeeping_on_the_host_answers_as_on_the_decode_s_device(case, stop, b
     assert away.search_stats == near.search_stats
 
 
+DTYPES = [torch.long, torch.int32, torch.float64, torch.float, torch.float16, torch.bfloat16, torch.bool]
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from(DTYPES), st.integers(0, 5), st.integers(1, 7)), min_size=1, max_size=6),
+       st.integers(0, 2 ** 31 - 1))
+def test_the_step_s_facts_cross_as_one_tensor_of_bytes(pieces, seed):
+    """``beam._pack``/``_unpack``: any tensors of any dtypes and shapes (odd sizes included, whose bytes end off
+    the next piece's alignment unless larger elements come first) cross as one ``cat`` and come back, as views,
+    bit for bit (checked as bytes: a NaN too)."""
+    from onmt_optimal.search.beam import _pack, _unpack
+
+    g = torch.Generator().manual_seed(seed)
+    sent = [torch.randint(-2 ** 31, 2 ** 31 - 1, (B, beam), generator=g, dtype=torch.long).to(dtype)
+            if not dtype.is_floating_point else torch.randn((B, beam), generator=g).to(dtype)
+            for dtype, B, beam in pieces]
+    packed = _pack(sent)
+    assert packed.dim() == 1 and packed.dtype == torch.int8
+    back = _unpack(packed.clone(), sent)
+    for x, y in zip(sent, back):
+        assert y.dtype == x.dtype and y.shape == x.shape
+        assert torch.equal(y.reshape(-1).view(torch.int8), x.reshape(-1).view(torch.int8))
+
+
+def test_the_bookkeeping_goes_to_the_host_next_to_a_cuda_model_only():
+    """``Beam``'s default host, ``AUTO``: the CPU for a decode on a CUDA device, else next to the decode (on CPU,
+    where this runs, the default place; on a CUDA test device, the host). An explicit place is kept."""
+    from onmt_optimal.search.beam import AUTO, Beam
+
+    rules = [(StockScore("none"), STOPPING_RULES["optimal"]())]
+    src_len, items = torch.tensor([3, 4], device=DEVICE), torch.full((2 * 3, 1), BOS, device=DEVICE)
+    beam = Beam(rules, 3, 1, EOS, PAD)
+    assert beam._host == AUTO
+    beam.start(src_len, 6, items=items)
+    assert beam.host == (torch.device("cpu") if DEVICE.type == "cuda" else None)
+    for host in (None, "cpu"):
+        beam = Beam(rules, 3, 1, EOS, PAD, host=host)
+        beam.start(src_len, 6, items=items)
+        assert beam.host == (None if host is None else torch.device(host))
+
+
 @SETTINGS
 @given(cases(rules=("none",)), st.booleans())
 def test_a_beam_of_one_is_stock_s_search_scored_afterwards(case, shrinks):

@@ -24,6 +24,7 @@ import torch
 from eole.predict.beam_search import BeamSearch, BeamSearchLM
 
 from onmt_optimal.lineage import CoreDriven
+from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.top_k import TopK, top_k
 
 
@@ -88,7 +89,7 @@ class CertifiedBeamSearch(_EoleStep, BeamSearch):
     """``eole.predict.beam_search.BeamSearch`` with ``rules=[(scoring, stopping), ...]`` (the first answers to
     eole); ``search_stats`` and ``rule_results`` as in ``lineage.CoreDriven``."""
 
-    def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = None, **kwargs):
+    def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)
         self._setup(rules, top_k, host)
 
@@ -101,7 +102,7 @@ class CertifiedBeamSearch(_EoleStep, BeamSearch):
 class CertifiedBeamSearchLM(_EoleStep, BeamSearchLM):
     """``eole.predict.beam_search.BeamSearchLM`` with the core; ``|x|`` is each prompt's length."""
 
-    def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = None, **kwargs):
+    def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)
         self._setup(rules, top_k, host)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 from onmt.translate.beam_search import BeamSearch
 
 from onmt_optimal.lineage import FINISHED_MASK, STATS, CoreDriven  # noqa: F401 (re-exported)
+from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.top_k import TopK, top_k
 
 
@@ -39,7 +40,7 @@ class CertifiedBeamSearch(CoreDriven, BeamSearch):
     (``steps``, ``stop_reason``, ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``,
     ``completed``) and ``rule_results[b][r]`` the same for rule ``r`` plus its 1-best ``tokens``."""
 
-    def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = None, **kwargs):
+    def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)
         self._init_core(rules, self.eos, top_k, host)
 

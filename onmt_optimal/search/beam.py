@@ -29,13 +29,12 @@ can share a decode only with other shrinking rules.
 Device traffic. Everything above is tensor code without a per-item Python loop, and ``step`` reads nothing on
 the host: it returns a ``(B, 1)`` column of the examples that are done, the one read per step the toolkit needs to
 know whether to stop. ``answers`` makes one more per batch of leaving examples. That is the contract the
-tests count (``tests/test_device_reads.py``). With a ``host`` (``Beam(..., host="cpu")`` while the model runs on an
-accelerator) the same code runs on the host instead: the step's ``(B, beam)`` facts cross in one packed
-transfer (the step's one read), the host keeps its own copy of the items' tokens, and leaving examples cross
-nothing; the accelerator then runs the pick and the packing only (and the host divides by a Python number as
-a CUDA device does, ``StepView.divide``, so that a bound is computed as the device computed the score it
-bounds). Which of the two is faster there is the benchmark's ``optimal-host`` variant's question; on CPU the
-host is the device and the copy is pure cost.
+tests count (``tests/test_device_reads.py``). With a ``host`` (the default while the model runs on a CUDA
+device: ``Beam``'s docstring says why) the same code runs on the host instead: the step's ``(B, beam)`` facts
+cross in one packed transfer (the step's one read), the host keeps its own copy of the items' tokens, and
+leaving examples cross nothing; the accelerator then runs the pick and the packing only (and the host divides by
+a Python number as a CUDA device does, ``StepView.divide``, so that a bound is computed as the device computed
+the score it bounds). On CPU the host is the device and the bookkeeping stays where it is.
 """
 from __future__ import annotations
 
@@ -48,6 +47,8 @@ from onmt_optimal.search.scoring import ScoringRule, StepView
 from onmt_optimal.search.stopping import StoppingRule, StopView
 from onmt_optimal.search.top_k import TopK, top_k
 
+#: ``Beam``'s ``host``: the CPU when the decode runs on a CUDA device, else next to the decode
+AUTO = "auto"
 #: why a rule stopped with an example
 MAX_LENGTH, ALL_FINISHED, PREDICTED, RULE = 1, 2, 3, 4
 
@@ -61,10 +62,21 @@ class Beam:
     there. A device (the CPU, when the model runs on an accelerator): each step's ``(B, beam)`` facts cross to it
     in one packed transfer (``_receive``), the bookkeeping (and a copy of every item's tokens) runs there, and
     leaving examples need no transfer at all; on the accelerator the search then costs the pick and the packing,
-    a few kernels a step, instead of every operation of the bookkeeping."""
+    a few kernels a step, instead of every operation of the bookkeeping (about fifteen more). ``AUTO`` (the
+    default): the CPU when the decode runs on a CUDA device, else none, decided at each ``start`` (another
+    accelerator's division is not imitated, ``StepView.divide``).
+
+    Why the host on an accelerator. A step's operations act on ``(B, beam)`` tensors, far too small to keep a
+    GPU busy: each costs what launching it costs, and the host launches them one by one. The same operation on
+    a host tensor costs the host less than a launch, and the one read a step (which waits for the device in
+    either place) is the packed transfer instead of the ``(B, 1)`` column: the device runs what stock's step
+    runs plus one ``cat``. Counted on CPU (``scripts/op_breakdown.py`` with an ``optimal-host`` variant, which
+    splits the ops by where they would run), TVsub LSTM, b = 10: the search issues 11.2 kernel-like ops per
+    decoder call at batch 1 and 13.8 at batch 32 on the device (stock 12.3 and 35.5; next to the model 25.5 and
+    35.5). The benchmark times both places on a GPU (its ``optimal-device`` variant)."""
 
     def __init__(self, rules: list[tuple[ScoringRule, StoppingRule]], beam_size: int, n_best: int,
-                 eos: int, pad: int, top_k: TopK = top_k, host: torch.device | str | None = None):
+                 eos: int, pad: int, top_k: TopK = top_k, host: torch.device | str | None = AUTO):
         if len({stop.shrinks for _, stop in rules}) > 1:
             raise ValueError("a shrinking beam is a beam of its own: it can share a decode only with other "
                              "shrinking rules (their beams shrink alike, whatever they score)")
@@ -72,7 +84,9 @@ class Beam:
         self.beam_size, self.n_best, self.eos, self.pad = beam_size, n_best, eos, pad
         self.top_k = top_k
         self.shrinks = rules[0][1].shrinks
-        self.host = None if host is None else torch.device(host)
+        self._host = host
+        #: where the bookkeeping of the current batch lives (``start`` resolves ``AUTO``)
+        self.host = None if host is None or host == AUTO else torch.device(host)
 
     # ------------------------------------------------------------------ a batch begins
     def start(self, src_len: torch.Tensor, max_length: int, dtype=torch.float,
@@ -80,8 +94,10 @@ class Beam:
         """``src_len``: ``(B,)`` the source lengths ``|x|`` in model tokens; ``max_length``: ``T``; ``items``
         (B * beam, s): the items' start tokens (a ``host`` keeps its own copy of the items' tokens)."""
         B, beam, R, K = src_len.shape[0], self.beam_size, len(self.rules), self.n_best
-        #: the first beam row of each example, where ``pick`` runs
-        self._offsets = torch.arange(0, B * beam, beam, device=src_len.device).unsqueeze(1)
+        #: (B, 1) the first beam row of each example, made by ``pick`` where it runs (on the decode's device)
+        self._offsets = None
+        if self._host == AUTO:
+            self.host = torch.device("cpu") if src_len.device.type == "cuda" else None
         device = self.host or src_len.device
         #: (B, beam, 1 + t) a host's copy of the items' tokens
         self.items = None if self.host is None else items.to(device).view(B, beam, -1)
@@ -135,7 +151,9 @@ class Beam:
         B = scores.shape[0] // self.beam_size
         if self._vocab is None or self._vocab[1] != V:
             self._vocab = (torch.tensor(V, device=scores.device), V)
-        if self._offsets.shape[0] != B:  # examples left: the first beam row of each example
+        if self._offsets is None:
+            self._offsets = torch.arange(0, B * self.beam_size, self.beam_size, device=scores.device).unsqueeze(1)
+        elif self._offsets.shape[0] != B:  # examples left: the first beam row of each example
             self._offsets = self._offsets[:B]
         values, ids = self.top_k(scores.view(B, self.beam_size * V), self.beam_size)
         return values, ids.remainder(self._vocab[0]), ids.div(self._vocab[0], rounding_mode="floor") + self._offsets
@@ -155,7 +173,7 @@ class Beam:
         B, beam = eos.shape
         if self.host is not None:
             parents, tokens, eos, log_prob, stock_score = self._receive(parents, tokens, eos, log_prob, stock_score)
-            self.items = seq = torch.cat([self.items.view(B * beam, t)[parents.view(-1)].view(B, beam, t),
+            self.items = seq = torch.cat([self.items.view(B * beam, t)[parents],
                                           tokens.view(B, beam, 1)], dim=2)
         at_max = t >= self.max_length
         real = torch.take(self.live, parents)
@@ -201,12 +219,14 @@ class Beam:
         return (self.stop_step > 0).all(dim=1, keepdim=True)
 
     def _receive(self, parents, tokens, eos, log_prob, stock_score):
-        """The step's ``(B, beam)`` facts on the ``host``, in one transfer: packed as float32 rows on the decode's
-        device (token ids and rows are exact in float32, below 2^24), then copied."""
-        sent = [log_prob, parents, tokens, eos] + ([] if stock_score is None else [stock_score])
-        packed = torch.stack([x.to(torch.float) for x in sent]).to(self.host)  # the one read a step
-        log_prob, parents, tokens, eos = packed[0], packed[1].long(), packed[2].long(), packed[3].bool()
-        return parents, tokens, eos, log_prob, (packed[4] if stock_score is not None else None)
+        """The step's ``(B, beam)`` facts on the ``host``: one operation on the decode's device (their bytes side
+        by side, ``_pack``: no conversion) and one transfer (the step's one read); the host reads them back as
+        views of what arrived. The toolkit's own score crosses only where it is not the log-probability itself
+        (under a length penalty), and stays the same tensor where it is (the scores keep it once, ``Kept``)."""
+        own = stock_score is not None and stock_score is not log_prob
+        sent = [parents, tokens, log_prob, eos] + ([stock_score] if own else [])
+        parents, tokens, log_prob, eos, *rest = _unpack(_pack(sent).to(self.host), sent)
+        return parents, tokens, eos, log_prob, (rest[0] if own else None if stock_score is None else log_prob)
 
     @property
     def n_completed(self) -> torch.Tensor:
@@ -333,6 +353,28 @@ def _constants(beam: int, device) -> tuple:
         return (slots, (slots == 0).view(1, beam), torch.ones((), device=device),
                 torch.tensor(float(ALL_FINISHED), device=device))
     return constants.once(("beam", beam, device), make)
+
+
+def _pack(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """``tensors`` side by side as one 1-D tensor of bytes: a ``cat`` of views, one operation (a conversion to a
+    common dtype would cost one more per tensor). Larger elements come first, so that every tensor starts at an
+    offset its dtype can be viewed at (``_unpack``)."""
+    return torch.cat([x.reshape(-1).view(torch.int8) for x in sorted(tensors, key=_element_size)])
+
+
+def _unpack(packed: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The tensors ``_pack(like)`` packed, as views of ``packed`` (wherever it now lives) with ``like``'s dtypes and
+    shapes, in ``like``'s order."""
+    at, views = 0, {}
+    for i in sorted(range(len(like)), key=lambda i: _element_size(like[i])):
+        n = like[i].numel() * like[i].element_size()
+        views[i] = packed[at:at + n].view(like[i].dtype).view(like[i].shape)
+        at += n
+    return [views[i] for i in range(len(like))]
+
+
+def _element_size(x: torch.Tensor) -> int:
+    return -x.element_size()  # (larger first; ``sorted`` is stable)
 
 
 def _tokens(row: list[float], eos: int) -> list[int]:
