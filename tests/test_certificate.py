@@ -365,20 +365,24 @@ DTYPES = [torch.long, torch.int32, torch.float64, torch.float, torch.float16, to
        st.integers(0, 2 ** 31 - 1))
 def test_the_step_s_facts_cross_as_one_tensor_of_bytes(pieces, seed):
     """``beam._pack``/``_unpack``: any tensors of any dtypes and shapes (odd sizes included, whose bytes end off
-    the next piece's alignment unless larger elements come first) cross as one ``cat`` and come back, as views,
-    bit for bit (checked as bytes: a NaN too)."""
+    the next piece's alignment) cross as one ``cat``, larger elements first, and come back as views bit for bit
+    (compared as bytes: a NaN too); in another order the packing refuses them."""
     from onmt_optimal.search.beam import _pack, _unpack
 
     g = torch.Generator().manual_seed(seed)
     sent = [torch.randint(-2 ** 31, 2 ** 31 - 1, (B, beam), generator=g, dtype=torch.long).to(dtype)
             if not dtype.is_floating_point else torch.randn((B, beam), generator=g).to(dtype)
             for dtype, B, beam in pieces]
-    packed = _pack(sent)
+    ordered = sorted(sent, key=lambda x: -x.element_size())
+    packed = _pack(ordered)
     assert packed.dim() == 1 and packed.dtype == torch.int8
-    back = _unpack(packed.clone(), sent)
-    for x, y in zip(sent, back):
+    back = _unpack(packed.clone(), ordered)
+    for x, y in zip(ordered, back):
         assert y.dtype == x.dtype and y.shape == x.shape
         assert torch.equal(y.reshape(-1).view(torch.int8), x.reshape(-1).view(torch.int8))
+    if len({x.element_size() for x in sent}) > 1:  # then some size grows along the reversed list
+        with pytest.raises(ValueError):
+            _pack(ordered[::-1])
 
 
 def test_the_bookkeeping_goes_to_the_host_next_to_a_cuda_model_only():

@@ -224,9 +224,14 @@ class Beam:
         views of what arrived. The toolkit's own score crosses only where it is not the log-probability itself
         (under a length penalty), and stays the same tensor where it is (the scores keep it once, ``Kept``)."""
         own = stock_score is not None and stock_score is not log_prob
-        sent = [parents, tokens, log_prob, eos] + ([stock_score] if own else [])
-        parents, tokens, log_prob, eos, *rest = _unpack(_pack(sent).to(self.host), sent)
-        return parents, tokens, eos, log_prob, (rest[0] if own else None if stock_score is None else log_prob)
+        scores = [log_prob, stock_score] if own else [log_prob]
+        if own and stock_score.element_size() > log_prob.element_size():
+            scores.reverse()
+        sent = [parents, tokens, *scores, eos]  # (larger elements first: ``_pack``)
+        parents, tokens, *scores, eos = _unpack(_pack(sent).to(self.host), sent)
+        if own and stock_score.element_size() > log_prob.element_size():
+            scores.reverse()
+        return parents, tokens, eos, scores[0], (scores[1] if own else None if stock_score is None else scores[0])
 
     @property
     def n_completed(self) -> torch.Tensor:
@@ -356,25 +361,20 @@ def _constants(beam: int, device) -> tuple:
 
 
 def _pack(tensors: list[torch.Tensor]) -> torch.Tensor:
-    """``tensors`` side by side as one 1-D tensor of bytes: a ``cat`` of views, one operation (a conversion to a
-    common dtype would cost one more per tensor). Larger elements come first, so that every tensor starts at an
-    offset its dtype can be viewed at (``_unpack``)."""
-    return torch.cat([x.reshape(-1).view(torch.int8) for x in sorted(tensors, key=_element_size)])
+    """``tensors``, in that order, side by side as one 1-D tensor of bytes: a ``cat`` of views, one operation (a
+    conversion to a common dtype would cost one more per tensor). Their elements must not grow in size along
+    the list, so that every tensor starts at an offset its dtype can be viewed at (``_unpack``)."""
+    sizes = [x.element_size() for x in tensors]
+    if sizes != sorted(sizes, reverse=True):
+        raise ValueError("pack tensors with larger elements first")
+    return torch.cat([x.reshape(-1).view(torch.int8) for x in tensors])
 
 
 def _unpack(packed: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
     """The tensors ``_pack(like)`` packed, as views of ``packed`` (wherever it now lives) with ``like``'s dtypes and
-    shapes, in ``like``'s order."""
-    at, views = 0, {}
-    for i in sorted(range(len(like)), key=lambda i: _element_size(like[i])):
-        n = like[i].numel() * like[i].element_size()
-        views[i] = packed[at:at + n].view(like[i].dtype).view(like[i].shape)
-        at += n
-    return [views[i] for i in range(len(like))]
-
-
-def _element_size(x: torch.Tensor) -> int:
-    return -x.element_size()  # (larger first; ``sorted`` is stable)
+    shapes."""
+    pieces = packed.split([x.numel() * x.element_size() for x in like])
+    return [piece.view(x.dtype).view(x.shape) for piece, x in zip(pieces, like)]
 
 
 def _tokens(row: list[float], eos: int) -> list[int]:
