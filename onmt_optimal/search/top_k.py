@@ -26,14 +26,17 @@ stable sort, and of the reference beam in ``tests/synthetic.py``). A row where m
 that full stable sort, so the invariant holds for every input. Both checks are read on the host: this path runs
 on CPU only, where a read is no synchronisation.
 
-Small problems (at most ``SMALL`` scores: batch 1 with a beam of one or two over an 8k vocabulary) go to
-``torch.topk`` itself, stock OpenNMT-py's op: there the two passes save less than their extra tensor
-operations cost. Measured on one CPU thread (``python scripts/top_k_timing.py``, 8k vocabulary): at 8k
-scores ``torch.topk`` takes 15 us and the two passes 30 us; at 16k they are even (24-31 us); at 40k (batch 1,
-b = 5) 71 against 33 us; at 80k (b = 10) 139 against 43 us. Values are the same; among exactly equal
-values at the ``k``-th place the indices are ``torch.topk``'s, as in stock (nothing certified depends on
-which of two equal scores a beam keeps: the certificate compares scores, and a run with and without early
-stopping makes the same choice).
+Small problems (at most ``small`` scores, 64k by default: batch 1 with b <= 8 over an 8k vocabulary) go to
+``torch.topk`` itself, stock OpenNMT-py's op: there the two passes save less than their extra tensor operations
+cost. In isolation the two passes win from 16k scores on (``python scripts/top_k_timing.py``, one thread, 8k
+vocabulary: 30 against 15 us at 8k, even at 16k, 33 against 71 us at 40k), but inside a decode every operation
+costs several times what it costs alone, and the passes are seven operations to ``torch.topk``'s one: timed on
+the live scores of a decode at batch 1 (``scripts/top_k_timing.py --decode``), the TVsub LSTM (8k words) takes
+82 against 125 us at b = 5 (40k scores), 98 against 110 at b = 6, and 164 against 130 at b = 10 (80k); the
+Multi30k transformer (6k words) 65 against 88 at b = 5, and the two are even at b = 8 and 10 (48k, 60k).
+Values are the same; among exactly equal values at the ``k``-th place the indices are ``torch.topk``'s, as in
+stock (nothing certified depends on which of two equal scores a beam keeps: the certificate compares scores,
+and a run with and without early stopping makes the same choice).
 
 The two passes pay off on CPU, where the check above costs no device synchronisation. On an accelerator,
 ``torch.topk`` is already fast and is used as it is, as stock OpenNMT-py does; exact ties at the ``k``-th
@@ -54,11 +57,11 @@ class TopK:
     ``(values, indices)``, each ``(B, k)``.
 
     ``group``: candidates per group (the first pass reads every candidate once, the sort reads ``k * group``);
-    ``small``: at most this many scores in all (batch 1, b <= 2 over 8k words) go to ``torch.topk``, where
+    ``small``: at most this many scores in all (batch 1, b <= 8 over 8k words) go to ``torch.topk``, where
     fewer tensor operations beat fewer reads. Tests pass small values to reach each path on tiny vocabularies."""
 
     group: int = 16
-    small: int = 16_000
+    small: int = 64_000
 
     def __call__(self, scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         if scores.device.type != "cpu":
@@ -98,7 +101,7 @@ def _members(n: int, group: int, N: int, device):
     return constants.once(("top_k members", n, group, N, device), make)
 
 
-#: the defaults: 16 candidates a group; torch.topk up to 16k scores
+#: the defaults: 16 candidates a group; torch.topk up to 64k scores
 top_k = TopK()
 
 
