@@ -74,7 +74,8 @@ def cases(draw, rules=tuple(RULES)):
     )
 
 
-def decode(case, stop, examples=None, n_best=None, bound="exact", host=None):
+def decode(case, stop, examples=None, n_best=None, bound="exact", host=None, free_reads=None):
+    """``free_reads``: ``search.Beam.free_reads`` (None: its quiet steps where the bookkeeping lives on the CPU)."""
     examples = list(range(case["batch"])) if examples is None else examples
     src_lens = [case["src_lens"][e] for e in examples]
     model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"],
@@ -82,6 +83,7 @@ def decode(case, stop, examples=None, n_best=None, bound="exact", host=None):
     strategy = build(case["rule"], stop, case["beam"], len(examples), n_best or case["n_best"],
                      case["max_length"], case["reward"], case["ratio"], case["alpha"], bound, case.get("group"),
                      case.get("block", 0), host)
+    strategy.core.free_reads = free_reads
     run_strategy(strategy, model, examples, src_lens)
     return strategy
 
@@ -355,6 +357,43 @@ def test_bookkeeping_on_the_host_answers_as_on_the_decode_s_device(case, stop, b
     near, away = decode(case, stop), decode(case, stop, host="cpu")
     assert answers(away) == answers(near)
     assert away.search_stats == near.search_stats
+
+
+#: rare ends: most steps complete nothing
+QUIET_CASE = dict(rule="none", seed=3, vocab=8, eos_bias=-2.0, sharpness=2.0, beam=4, batch=2, n_best=1,
+                  max_length=9, src_lens=[5, 7], reward=0.0, ratio=1.0, alpha=1.0, group=None, block=0)
+
+
+@SETTINGS
+@given(cases(), st.sampled_from(["default", "optimal", "exhaustive", "shrinking", "opennmt2017"]), st.booleans(),
+       st.sampled_from([None, "cpu"]))
+@example(QUIET_CASE, "optimal", False, None)
+def test_a_quiet_step_answers_as_a_merged_one(case, stop, block, host):
+    """``Beam.step``'s quiet steps (nothing completed: no merge, no count, where reading that costs nothing) give
+    the same hypotheses, scores and statistics as merging the empty set every step, as next to an accelerator
+    (``QUIET_CASE`` checks that the skip is taken)."""
+    from onmt_optimal.search import beam as module
+
+    case = dict(case, block=2 if block else 0)
+    merges, inner = [0], module.Beam._merge
+
+    def counted(self, *args):
+        merges[0] += 1
+        return inner(self, *args)
+
+    module.Beam._merge = counted
+    try:
+        quiet = decode(case, stop, host=host)
+        n_quiet = merges[0]
+        loud = decode(case, stop, host=host, free_reads=False)
+    finally:
+        module.Beam._merge = inner
+    assert merges[0] - n_quiet >= n_quiet  # the quiet decode merged no more often than the loud one
+    assert answers(quiet) == answers(loud)
+    assert quiet.search_stats == loud.search_stats
+    if case == QUIET_CASE and stop == "optimal":  # (a case with quiet steps: the skip is taken)
+        assert n_quiet < merges[0] - n_quiet
+
 
 
 DTYPES = [torch.long, torch.int32, torch.float64, torch.float, torch.float16, torch.bfloat16, torch.bool]
