@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What issue 14 asks of an accelerator, in two device calls that each end well inside the 10 minutes a command
 # may run (the H100 baseline's settings: 200 TVsub dev sentences, at least 8 s of rounds per configuration,
-# the sweep on 100; stock, default, optimal, optimal+r and optimal-host, the bookkeeping on the host, and at
-# b = 1 optimal-core, the core where optimal runs stock's search of one item: the special path's measure).
+# the sweep on 100; stock, default, optimal (the bookkeeping on the host, the default next to a CUDA model),
+# optimal+r and optimal-device, the bookkeeping next to the model, and at b = 1 optimal-core, the core where
+# optimal runs stock's search of one item: the special path's measure).
 #
 # Here, first:        bash scripts/device_tree.sh only tvsub-zh-en && bash ../shared/gpu/prepare
 # Device run 1 (carry [".gpu"]):  bash .gpu/on-device.sh bash scripts/gpu_run.sh 1 "$OUT"

@@ -26,9 +26,11 @@ it returns, so one decode answers for all of them, exactly as separate decodes w
 paper's baseline) is the exception: each completed hypothesis takes one slot out of its example's beam, so it
 can share a decode only with other shrinking rules.
 
-Device traffic. Everything above is tensor code without a per-item Python loop, and ``step`` reads nothing on
-the host: it returns a ``(B, 1)`` column of the examples that are done, the one read per step the toolkit needs to
-know whether to stop. ``answers`` makes one more per batch of leaving examples. That is the contract the
+Device traffic. Everything above is tensor code without a per-item Python loop, and ``step`` reads nothing of an
+accelerator on the host: it returns a ``(B, 1)`` column of the examples that are done, the one read per step the
+toolkit needs to know whether to stop. ``answers`` makes one more per batch of leaving examples. (Where the
+bookkeeping lives on the CPU, a read waits for nothing, and a step that completed nothing skips its merge:
+``step``'s quiet steps.) That is the contract the
 tests count (``tests/test_device_reads.py``). With a ``host`` (the default while the model runs on a CUDA
 device: ``Beam``'s docstring says why) the same code runs on the host instead: the step's ``(B, beam)`` facts
 cross in one packed transfer (the step's one read), the host keeps its own copy of the items' tokens, and

@@ -26,14 +26,17 @@ stable sort, and of the reference beam in ``tests/synthetic.py``). A row where m
 that full stable sort, so the invariant holds for every input. Both checks are read on the host: this path runs
 on CPU only, where a read is no synchronisation.
 
-Small problems (at most ``small`` scores, 64k by default: batch 1 with b <= 8 over an 8k vocabulary) go to
-``torch.topk`` itself, stock OpenNMT-py's op: there the two passes save less than their extra tensor operations
-cost. In isolation the two passes win from 16k scores on (``python scripts/top_k_timing.py``, one thread, 8k
-vocabulary: 30 against 15 us at 8k, even at 16k, 33 against 71 us at 40k), but inside a decode every operation
-costs several times what it costs alone, and the passes are seven operations to ``torch.topk``'s one: timed on
-the live scores of a decode at batch 1 (``scripts/top_k_timing.py --decode``), the TVsub LSTM (8k words) takes
-82 against 125 us at b = 5 (40k scores), 98 against 110 at b = 6, and 164 against 130 at b = 10 (80k); the
-Multi30k transformer (6k words) 65 against 88 at b = 5, and the two are even at b = 8 and 10 (48k, 60k).
+Small problems (at most ``small`` scores, 16k by default: batch 1 with a beam of one or two over an 8k
+vocabulary) go to ``torch.topk`` itself, stock OpenNMT-py's op: there the two passes save less than their extra
+tensor operations cost. Timed alone (``python scripts/top_k_timing.py``, one thread, 8k vocabulary):
+``torch.topk`` 15 us and the two passes 30 us at 8k scores, even at 16k (24-31 us), 71 against 33 us at 40k
+(batch 1, b = 5), 139 against 43 at 80k (b = 10). Inside a decode each call costs more, the two passes'
+seven operations most (82 against 125 us at 40k), but ``torch.topk`` also costs the steps after it: it
+partially sorts a copy of each row, which evicts what the model's next step would have found in the caches.
+Timed as whole decodes (``scripts/top_k_timing.py --decode``: stock, and ``-stopping optimal`` with either
+path for every size), TVsub at batch 1 is at 0.960 of stock with ``torch.topk`` and 1.004 with the two
+passes at b = 5 (40k scores), even at b = 3 (0.990, 0.987; 24k); the Multi30k transformer (6k words) is even
+at b = 5 (1.009, 1.003; 30k). So the line stays where the calls alone put it.
 Values are the same; among exactly equal values at the ``k``-th place the indices are ``torch.topk``'s, as in
 stock (nothing certified depends on which of two equal scores a beam keeps: the certificate compares scores,
 and a run with and without early stopping makes the same choice).
@@ -57,11 +60,11 @@ class TopK:
     ``(values, indices)``, each ``(B, k)``.
 
     ``group``: candidates per group (the first pass reads every candidate once, the sort reads ``k * group``);
-    ``small``: at most this many scores in all (batch 1, b <= 8 over 8k words) go to ``torch.topk``, where
+    ``small``: at most this many scores in all (batch 1, b <= 2 over 8k words) go to ``torch.topk``, where
     fewer tensor operations beat fewer reads. Tests pass small values to reach each path on tiny vocabularies."""
 
     group: int = 16
-    small: int = 64_000
+    small: int = 16_000
 
     def __call__(self, scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         if scores.device.type != "cpu":
@@ -101,7 +104,7 @@ def _members(n: int, group: int, N: int, device):
     return constants.once(("top_k members", n, group, N, device), make)
 
 
-#: the defaults: 16 candidates a group; torch.topk up to 64k scores
+#: the defaults: 16 candidates a group; torch.topk up to 16k scores
 top_k = TopK()
 
 
