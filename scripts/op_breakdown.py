@@ -42,10 +42,16 @@ HOST = "host: "
 DEVICE_SIDE = ("): pick", "): _pack")
 
 
+#: frames of Python's own making (3.11 runs a comprehension as a function of its own): they belong to the function
+#: that holds them
+INNER = ("<listcomp>", "<genexpr>", "<dictcomp>", "<setcomp>", "<lambda>")
+
+
 def host_side(frames: list[str]) -> bool:
-    """An event issued, with the bookkeeping on a host, by the search core on that host: its innermost frame in
-    ``onmt_optimal/search/`` is not one of ``DEVICE_SIDE``."""
-    inner = next((f for f in frames if "onmt_optimal/search/" in f), None)
+    """An event issued, with the bookkeeping on a host, by the search core on that host: its innermost named
+    frame in ``onmt_optimal/search/`` (a comprehension's frame counts as its function's) is not one of
+    ``DEVICE_SIDE``."""
+    inner = next((f for f in frames if "onmt_optimal/search/" in f and not f.endswith(INNER)), None)
     return inner is not None and not inner.endswith(DEVICE_SIDE)
 
 

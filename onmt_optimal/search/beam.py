@@ -386,7 +386,8 @@ def _pack(tensors: list[torch.Tensor]) -> torch.Tensor:
     sizes = [x.element_size() for x in tensors]
     if sizes != sorted(sizes, reverse=True):
         raise ValueError("pack tensors with larger elements first")
-    return torch.cat([x.reshape(-1).view(torch.int8) for x in tensors])
+    # (``view``, not ``reshape``, where it may: one dispatch a tensor instead of two)
+    return torch.cat([(x.view(-1) if x.is_contiguous() else x.reshape(-1)).view(torch.int8) for x in tensors])
 
 
 def _unpack(packed: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
