@@ -87,12 +87,13 @@ def beam_of_one(translator, search, attn_debug: bool) -> bool:
             and not t.ratio > 0 and not (attn_debug or t.replace_unk))
 
 
-def beam_of_one_answers(translator, search, batch, results, eos: set) -> tuple[list, list]:
+def beam_of_one_answers(translator, search, batch, results, eos: set, T: int | None = None) -> tuple[list, list]:
     """``(stats, records)`` of ``results``, the toolkit's own decode of ``batch`` with a beam of one
     (``beam_of_one``), as ``CoreDriven`` gives them: per example the first rule's statistics (``STATS``), and per
     example, per rule of ``search``, its record (``STATS`` and the 1-best ``tokens``, without its end token, one
     of ``eos``); each example's score in ``results`` becomes the first rule's. One read of the device for the
-    batch (the tokens and ``|x|``), then the scoring's one copy there and one read (``beam_of_one.records``)."""
+    batch (the tokens and ``|x|``), then the scoring's one copy there and one read (``beam_of_one.records``).
+    ``T``: the decode's length limit, if not ``max_length``'s (a decoder-only model's is the toolkit's own)."""
     predictions = [answer[0] for answer in results["predictions"]]
     B = len(predictions)
     steps = [p.numel() for p in predictions]
@@ -103,7 +104,7 @@ def beam_of_one_answers(translator, search, batch, results, eos: set) -> tuple[l
         at += n
     ended = [row[-1] in eos for row in tokens]
     log_prob = [float(answer[0]) for answer in results["scores"]]
-    out = one.records(search.rules, log_prob, steps, ended, flat[:B], max_length(translator, batch),
+    out = one.records(search.rules, log_prob, steps, ended, flat[:B], max_length(translator, batch) if T is None else T,
                       predictions[0].device)
     for row, per_rule, end in zip(tokens, out, ended):
         for record in per_rule:

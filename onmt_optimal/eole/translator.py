@@ -133,6 +133,13 @@ class CertifiedGeneratorLM(Certified, GeneratorLM):
         return _merge(batch, parts)
 
     def _certified_group(self, batch, attn_debug):
+        if lineage.beam_of_one(self, self.search, attn_debug) and not getattr(self, "self_speculative_decoding", False):
+            # a beam of one item: eole's own beam search over prompts of one length (or left-padded), its answer
+            # scored under every rule (search.beam_of_one)
+            results = super(Certified, self).predict_batch(batch, attn_debug)
+            stats, rule_results = lineage.beam_of_one_answers(self, self.search, batch, results,
+                                                              set(self._tgt_eos_idx), self.max_length)
+            return results, stats, rule_results
         strategy = lineage.strategy(CertifiedBeamSearchLM, self, self.search, len(batch["srclen"]), self.max_length,
                                     attn_debug)
         with torch.no_grad():

@@ -82,24 +82,27 @@ def test_bookkeeping_on_the_host_answers_as_next_to_the_model(model, src):
 
 
 @pytest.mark.parametrize("flags", [["-max_length", "25"], ["-max_length", "6", "-min_length", "3"]], ids=" ".join)
-def test_beam_of_one_records_are_the_core_s(encoder_decoder, src, monkeypatch, flags):
+def test_beam_of_one_records_are_the_core_s(model, src, monkeypatch, flags):
     """A beam of one item (``search.beam_of_one``): eole's own beam search, scored afterwards, gives every rule's
-    records as the core does, to the bit, in one batch and in batches that shrink, some cut at ``-max_length 6``.
-    The core is not built on that path (counted)."""
-    from onmt_optimal.eole.beam_search import CertifiedBeamSearch
+    records as the core does, to the bit, in one batch and in batches that shrink, some cut at ``-max_length 6``,
+    for an encoder-decoder and a decoder-only model (whose batches of prompts of several lengths are decoded a
+    length at a time either way). The core is not built on that path (counted)."""
+    from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSearchLM
     from onmt_optimal.eole.session import EoleSession
     from onmt_optimal.search.registry import STOPPING_RULES
     from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StockScore, WordReward
 
     built = []
-    initialize = CertifiedBeamSearch.initialize
-    monkeypatch.setattr(CertifiedBeamSearch, "initialize", lambda self, *a, **k: built.append(1) or initialize(
-        self, *a, **k))
+    for cls in (CertifiedBeamSearch, CertifiedBeamSearchLM):
+        monkeypatch.setattr(cls, "initialize", lambda self, *a, _initialize=cls.initialize, **k: built.append(1)
+                            or _initialize(self, *a, **k))
     scores = [StockScore(own=False), StockScore("avg", own=False), BoundedWordReward(1.2, 1.5), WordReward(0.5),
               BPNorm(1.5)]
     cut = 0
+    # a decoder-only model's limit is -max_length alone: eole's default ratio (2) stays on, to be ignored
+    ratio = "2" if "decoder_only" in str(model) else "0"
     for batch in ("1", "8"):
-        session = EoleSession(["-model_path", str(encoder_decoder), "-max_length_ratio", "0", "-length_penalty",
+        session = EoleSession(["-model_path", str(model), "-max_length_ratio", ratio, "-length_penalty",
                                "none", "-batch_size", batch, *flags])
         for shrinks in (False, True):
             rules = [(score, STOPPING_RULES[name]()) for name in STOPPING_RULES
