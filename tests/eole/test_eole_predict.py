@@ -179,8 +179,9 @@ def test_statistics_are_consistent(ours, model, src, tmp_path):
         assert r["stop_reason"] in ("certificate", "all_finished", "max_length")
 
 
-@pytest.mark.parametrize("args", [["-stopping", "optimal"], ["-stopping", "default", "-n_best", "2"]],
-                         ids=["optimal", "default n_best 2"])
+@pytest.mark.parametrize("args", [["-stopping", "optimal"], ["-stopping", "default", "-n_best", "2"],
+                                  ["-stopping", "optimal", "-beam_size", "1"]],
+                         ids=["optimal", "default n_best 2", "optimal b=1 (eole's own search)"])
 def test_empty_lines_are_answered_in_place(ours, model, src, tmp_path, args):
     real = lines(src)[:5]
     text = ["", real[0], "   ", real[1], real[2], "", real[3], real[4], ""]
