@@ -81,20 +81,13 @@ def toy_model(tmp_path_factory):
     return toy.train_toy_model(tmp_path_factory.mktemp("toy"), steps=300)
 
 
-def _worker(tmp_path_factory, stock):
-    worker = Worker(tmp_path_factory.mktemp("stock_runs" if stock else "our_runs"), stock=stock,
-                    env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore"))
-    yield worker
-    worker.close()
-
-
 @pytest.fixture(scope="session")
 def our_worker(tmp_path_factory):
     """``our_worker.run(*args)``: ``onmt_translate *args`` with the plugin, in one process shared by the whole run."""
-    yield from _worker(tmp_path_factory, stock=False)
+    yield from Worker.for_session(tmp_path_factory, stock=False)
 
 
 @pytest.fixture(scope="session")
 def stock_worker(tmp_path_factory):
     """``stock_worker.run(*args)``: stock OpenNMT-py 3.5.1 ``onmt_translate *args`` (ONMT_OPTIMAL_DISABLE=1)."""
-    yield from _worker(tmp_path_factory, stock=True)
+    yield from Worker.for_session(tmp_path_factory, stock=True)

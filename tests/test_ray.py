@@ -203,32 +203,37 @@ def test_killed_worker_is_replaced_and_its_part_redone(ray_cluster, toy_model, c
     from onmt_optimal.distributed.translate import NAME_PREFIX
 
     out, stats, ray_out, ray_stats = _pair(tmp_path, "killed")
-    # slow enough to be caught mid-run (the toy model decodes 200 lines in about a second otherwise): small
-    # batches that never stop before max_length
+    # long enough to be caught mid-run on a fast machine (the toy model decodes 200 lines in about a second
+    # otherwise, and the driver reads the progress every half second): the corpus five times over, small batches
+    # that never stop before max_length
+    lines = 5 * LINES
+    src = tmp_path / "long.src"
+    src.write_bytes((corpus / "dev.src").read_bytes() * 5)
     flags = [*COMMON, "-batch_size", "2", "-max_length", "60", "-stopping", "exhaustive", "-length_penalty", "none",
              "-with_score"]
-    done = our_worker.run("-model", toy_model, "-src", corpus / "dev.src", "-output", out, "-stats_file", stats,
-                          *flags)
+    done = our_worker.run("-model", toy_model, "-src", src, "-output", out, "-stats_file", stats, *flags)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = []
     first = threading.Event()
 
     def progress(n):
         seen.append(n)
-        if 0 < n < LINES // 2:
+        if 0 < n < lines * 3 // 4:
             first.set()
 
     result = {}
     run = threading.Thread(target=lambda: result.update(ray_translate(
-        ["-model", toy_model, "-src", corpus / "dev.src", "-output", ray_out, "-stats_file", ray_stats, *flags],
+        ["-model", toy_model, "-src", src, "-output", ray_out, "-stats_file", ray_stats, *flags],
         progress=progress)))
     run.start()
     assert first.wait(60), seen
+    # every worker of the run, so that whichever part is unfinished (a quarter of the lines at least) is cut
+    # mid-way, whatever the order the parts run in; each actor's process is killed at once (a call to the actor
+    # would wait for its part to finish)
     victims = [a for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(NAME_PREFIX)]
     assert victims
-    victim = ray.get_actor(victims[0]["name"], namespace=victims[0]["namespace"])
-    # the actor's process is killed at once, mid-part (a call to the actor would wait for the part to finish)
-    ray.kill(victim, no_restart=False)
+    for victim in victims:
+        ray.kill(ray.get_actor(victim["name"], namespace=victim["namespace"]), no_restart=False)
     run.join(300)
     assert not run.is_alive()
     assert result["redone"] >= 1, result

@@ -44,7 +44,10 @@ class Done:
 
 
 class Worker:
-    """One long-lived worker process; ``run`` is synchronous. Restarted if it dies (the failing run reports)."""
+    """One long-lived worker process; ``run`` is synchronous. Restarted if it dies (the failing run reports).
+    ``script``: the program the process runs (a subclass for another toolkit names its own)."""
+
+    script = HERE
 
     def __init__(self, workdir: Path, stock: bool = False, env: dict | None = None):
         self.workdir, self.stock = Path(workdir), stock
@@ -60,7 +63,7 @@ class Worker:
         self.workdir.mkdir(parents=True, exist_ok=True)
 
     def _start(self):
-        self.proc = subprocess.Popen([sys.executable, str(HERE), "--stock" if self.stock else "--ours"],
+        self.proc = subprocess.Popen([sys.executable, str(self.script), "--stock" if self.stock else "--ours"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env, text=True,
                                      stderr=open(self.workdir / "worker.log", "a"))
 
@@ -88,6 +91,14 @@ class Worker:
                 self.proc.kill()
                 self.proc.wait()
         self.proc = None
+
+    @classmethod
+    def for_session(cls, tmp_path_factory, stock: bool):
+        """A pytest session fixture's body: one worker of this kind, one torch thread, closed at the end."""
+        worker = cls(tmp_path_factory.mktemp("stock_runs" if stock else "our_runs"), stock=stock,
+                     env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore"))
+        yield worker
+        worker.close()
 
 
 def _read(path: Path) -> str:

@@ -59,20 +59,13 @@ def src(tmp_path_factory) -> Path:
     return d / "test.src"
 
 
-def _worker(tmp_path_factory, stock):
-    worker = Worker(tmp_path_factory.mktemp("stock_runs" if stock else "our_runs"), stock=stock,
-                    env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore"))
-    yield worker
-    worker.close()
-
-
 @pytest.fixture(scope="session")
 def ours(tmp_path_factory):
     """``ours.predict(*args)``: ``eole predict *args`` with the plugin, in one process for the whole run."""
-    yield from _worker(tmp_path_factory, stock=False)
+    yield from Worker.for_session(tmp_path_factory, stock=False)
 
 
 @pytest.fixture(scope="session")
 def stock(tmp_path_factory):
     """``stock.predict(*args)``: stock eole 0.6.4's ``eole predict *args`` (ONMT_OPTIMAL_DISABLE=1)."""
-    yield from _worker(tmp_path_factory, stock=True)
+    yield from Worker.for_session(tmp_path_factory, stock=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,10 +21,7 @@ HERE = Path(__file__).resolve()
 
 
 class Worker(translate_worker.Worker):
-    def _start(self):
-        self.proc = subprocess.Popen([sys.executable, str(HERE), "--stock" if self.stock else "--ours"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env, text=True,
-                                     stderr=open(self.workdir / "worker.log", "a"))
+    script = HERE
 
     def predict(self, *args):
         return self.run("predict", *args)
