@@ -11,7 +11,6 @@ Fixtures: ``toy_model`` (one tiny OpenNMT-py model per run, trained with the rea
 ``onmt_train``; nothing here reads the shipped models), and ``our_worker`` / ``stock_worker``: one long-lived
 ``translate_worker`` process per side for the whole run.
 """
-import os
 import subprocess
 import sys
 import warnings

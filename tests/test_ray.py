@@ -206,9 +206,10 @@ def test_killed_worker_is_replaced_and_its_part_redone(ray_cluster, toy_model, c
     # long enough to be caught mid-run on a fast machine (the toy model decodes 200 lines in about a second
     # otherwise, and the driver reads the progress every half second): the corpus five times over, small batches
     # that never stop before max_length
-    lines = 5 * LINES
+    copies = 5
+    lines = copies * LINES
     src = tmp_path / "long.src"
-    src.write_bytes((corpus / "dev.src").read_bytes() * 5)
+    src.write_bytes((corpus / "dev.src").read_bytes() * copies)
     flags = [*COMMON, "-batch_size", "2", "-max_length", "60", "-stopping", "exhaustive", "-length_penalty", "none",
              "-with_score"]
     done = our_worker.run("-model", toy_model, "-src", src, "-output", out, "-stats_file", stats, *flags)

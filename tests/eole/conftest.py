@@ -7,7 +7,6 @@ Fixtures: ``encoder_decoder`` and ``decoder_only`` (one tiny model each per run,
 process a side (``predict_worker``), and ``src``: 40 toy source lines. Every test here trains or starts a
 process, so the whole tier is ``slow`` (``ONMT_OPTIMAL_TESTS=fast`` skips it).
 """
-import os
 import sys
 import warnings
 from pathlib import Path
