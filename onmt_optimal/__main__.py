@@ -6,6 +6,9 @@ Usage: python -m onmt_optimal COMMAND [ARGS]   (also: onmt-optimal COMMAND [ARGS
     ratio ...         estimate the length ratio rho on a dev set, in model tokens (--help)
     sweep ...         decode a dev set for beam sizes x rewards, one decode per beam (--help)
     install-hook      (re)write onmt_optimal.pth into site-packages so stock onmt_translate gets the flags
+    uninstall-hook    remove that file (pip uninstall onmt-optimal removes the one the package ships)
+    stock-translate ARGS  stock OpenNMT-py onmt_translate, for comparisons: no onmt-optimal, only the
+                      fix that lets it load checkpoints on torch >= 2.6
 
 COMMAND --help describes each command; -h/--help alone prints this text.
 """
@@ -155,19 +158,60 @@ def install_hook(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(
         prog="onmt-optimal install-hook",
         description="(Re)write onmt_optimal.pth into this environment's site-packages. The file is one line that "
-        "installs an import hook: every process that imports OpenNMT-py gets it patched, so the stock "
-        "onmt_translate (and its YAML configs) take the onmt-optimal flags. Needed after an editable install "
-        "(pip install -e .); 'pip install .' ships the file itself. Set ONMT_OPTIMAL_DISABLE=1 in a process for "
-        "stock OpenNMT-py.")
+        "installs an import hook: every process that imports OpenNMT-py (or eole) gets it patched, so the stock "
+        "onmt_translate (eole predict) and its YAML configs take the onmt-optimal flags. 'pip install' of "
+        "onmt-optimal (editable or not) ships the file itself and 'pip uninstall' removes it; this command is "
+        "for installs made otherwise. Set ONMT_OPTIMAL_DISABLE=1 in a process for the unpatched toolkit.")
     parser.add_argument("--site-packages", default=None, metavar="DIR",
                         help="where to write it (default: this interpreter's purelib directory)")
     args = parser.parse_args(argv)
-    from onmt_optimal.opennmt.install import install_pth
+    from onmt_optimal.opennmt.install import HookFileError, install_pth
 
-    print(install_pth(args.site_packages))
+    try:
+        print(install_pth(args.site_packages))
+    except HookFileError as err:
+        sys.stderr.write(f"{PROG} install-hook: error: {err}\n")
+        raise SystemExit(1)
 
 
-COMMANDS = {"translate": translate, "ratio": ratio, "sweep": sweep, "install-hook": install_hook}
+def uninstall_hook(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(
+        prog="onmt-optimal uninstall-hook",
+        description="Remove onmt_optimal.pth from this environment's site-packages: no process started afterwards "
+        "gets the import hook. 'pip uninstall onmt-optimal' removes the file the package shipped; this command "
+        "is for a file written by install-hook (or left by an older install).")
+    parser.add_argument("--site-packages", default=None, metavar="DIR",
+                        help="where to remove it from (default: this interpreter's purelib directory)")
+    args = parser.parse_args(argv)
+    from onmt_optimal.opennmt.install import PTH_NAME, HookFileError, remove_pth, site_packages
+
+    try:
+        removed = remove_pth(args.site_packages)
+    except HookFileError as err:
+        sys.stderr.write(f"{PROG} uninstall-hook: error: {err}\n")
+        raise SystemExit(1)
+    print(f"removed {removed}" if removed else f"no {PTH_NAME} in {site_packages(args.site_packages)}: nothing removed")
+
+
+def stock_translate(argv: list[str]) -> None:
+    if argv in (["-h"], ["--help"]):
+        sys.stdout.write("usage: onmt-optimal stock-translate ONMT_TRANSLATE_ARGS\n\nStock OpenNMT-py 3.5.1 "
+                         "onmt_translate, for comparisons: the import hook is withdrawn, so none of onmt-optimal "
+                         "runs; only torch >= 2.6's checkpoint loading is fixed (argparse.Namespace allowed), without "
+                         "which stock OpenNMT-py loads no checkpoint. onmt_translate's own options: "
+                         "stock-translate -help.\n")
+        return
+    from onmt_optimal.opennmt.stock import AlreadyImported, main as stock_main
+
+    try:
+        stock_main(argv)
+    except AlreadyImported as err:
+        sys.stderr.write(f"{PROG} stock-translate: error: {err}\n")
+        raise SystemExit(2)
+
+
+COMMANDS = {"translate": translate, "ratio": ratio, "sweep": sweep, "install-hook": install_hook,
+            "uninstall-hook": uninstall_hook, "stock-translate": stock_translate}
 PROG = "onmt-optimal"
 
 

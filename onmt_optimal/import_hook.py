@@ -1,24 +1,33 @@
-"""The post-import hook both adapters install at interpreter start (``onmt_optimal.pth``): patch a toolkit
-when a process imports it.
+"""The post-import hook both adapters share: patch a toolkit when a process imports it.
 
-Kept tiny and free of heavy imports, since every Python process of the environment loads it. An adapter
-registers, per module name, which function of its ``patch`` module runs once that module has finished
-executing (``install``); one finder in ``sys.meta_path`` serves every adapter. Nothing happens in processes
-that never import a registered module. ``ONMT_OPTIMAL_DISABLE`` set to a true value (``1``, ``true``, ``yes``,
-``on``, any case) gives the stock toolkits in a process; ``0``, ``false``, ``no``, ``off`` or an empty value keep
-the plugin on.
+``onmt_optimal.pth`` (in site-packages) calls ``boot`` at the start of every Python process of the environment,
+so ``boot`` and this module import nothing but ``os`` and ``sys`` (both loaded by then) and do three things:
+read ``ONMT_OPTIMAL_DISABLE``, fill a dict, put one finder first in ``sys.meta_path``. That finder answers every
+import with a dict lookup and leaves it alone, except for the registered module names. When a process first
+imports a toolkit's top-level module (``ADAPTERS``: ``onmt``, ``eole``), the finder imports that adapter's
+``hook`` module, which registers, per module name, which function of its ``patch`` module runs once that module
+has finished executing (``install``); one finder serves every adapter. A process that never imports a toolkit
+loads no adapter. ``ONMT_OPTIMAL_DISABLE`` set to a true value (``1``, ``true``, ``yes``, ``on``, any case)
+gives the stock toolkits in a process; ``0``, ``false``, ``no``, ``off`` or an empty value keep the plugin on.
+``withdraw`` takes the finder out again (stock OpenNMT-py for comparisons: ``onmt_optimal.opennmt.stock``).
 """
-import importlib.abc
 import os
 import sys
 
 TRUE_VALUES = ("1", "true", "yes", "on")
 
+#: a toolkit's top-level module -> its adapter's hook module, imported when a process first imports the toolkit
+ADAPTERS = {"onmt": "onmt_optimal.opennmt.hook", "eole": "onmt_optimal.eole.hook"}
+
 #: module name -> (the adapter's ``load_patch``, the patch function to run after the module, what to run before)
 _HOOKS: dict = {}
+#: the entries of ``ADAPTERS`` whose hook module ``boot`` registered and no import has loaded yet
+_PENDING: dict = {}
 
 
-class _PatchingLoader(importlib.abc.Loader):
+class _PatchingLoader:
+    """The toolkit's own loader, with the adapter's patch function run right after the module executes."""
+
     def __init__(self, loader, hook):
         self._loader = loader
         self._hook = hook
@@ -37,8 +46,14 @@ class _PatchingLoader(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
+    """First in ``sys.meta_path``: finds nothing itself; for a registered module, wraps the loader that the
+    finders after it give."""
+
     def find_spec(self, fullname, path, target=None):
+        adapter = _PENDING.pop(fullname, None)
+        if adapter is not None:
+            __import__(adapter)  # the adapter's hook module registers its modules (``install``)
         hook = _HOOKS.get(fullname)
         if hook is None:
             return None
@@ -58,6 +73,22 @@ def disabled() -> bool:
     return os.environ.get("ONMT_OPTIMAL_DISABLE", "").strip().lower() in TRUE_VALUES
 
 
+def _ensure_finder() -> None:
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
+
+
+def boot() -> None:
+    """What ``onmt_optimal.pth`` runs at interpreter start: each adapter's hook module is imported when the
+    process first imports its toolkit (unless ``ONMT_OPTIMAL_DISABLE`` is true). Imports nothing itself."""
+    if disabled():
+        return
+    for top, adapter in ADAPTERS.items():
+        if top not in _HOOKS and top not in sys.modules:
+            _PENDING[top] = adapter
+    _ensure_finder()
+
+
 def install(hooks: dict, load_patch, before_apply=None) -> None:
     """Once module ``name`` of ``hooks`` has executed, run ``load_patch().<hooks[name]>()``; ``before_apply``
     (e.g. warning filters) runs just before the module whose function is ``apply`` executes."""
@@ -65,5 +96,12 @@ def install(hooks: dict, load_patch, before_apply=None) -> None:
         return
     for name, function in hooks.items():
         _HOOKS[name] = (load_patch, function, before_apply if function == "apply" else None)
-    if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder())
+    _ensure_finder()
+
+
+def withdraw() -> None:
+    """Take the finder out of ``sys.meta_path`` and forget every registration: no module imported afterwards in
+    this process is patched (modules already imported stay as they are)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
+    _HOOKS.clear()
+    _PENDING.clear()
