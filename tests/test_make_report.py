@@ -1,5 +1,6 @@
-"""scripts/make_report.py and scripts/significance.py on fabricated results (no decoding): files written, Table 2's
-argmax, README coverage, byte-identical reruns, and the paired-bootstrap statistics against sacrebleu itself."""
+"""scripts/make_report.py (``onmt_optimal.report``) and ``onmt_optimal.report.significance`` on fabricated results
+(no decoding): files written, Table 2's argmax, README coverage, byte-identical reruns, and the paired-bootstrap
+statistics against sacrebleu itself."""
 import json
 import os
 import random
@@ -11,11 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-SCRIPT = SCRIPTS / "make_report.py"
-sys.path.insert(0, str(SCRIPTS))
+from onmt_optimal.report import significance
 
-import significance  # noqa: E402
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_report.py"
 
 FAMILIES = ["default", "default_avg", "shrinking_norm", "shrinking_reward", "optimal", "optimal_reward"]
 BEAMS = [1, 2, 3, 4]

@@ -1,0 +1,245 @@
+"""``README.md`` of a results folder: how the numbers were made, the setup and its differences from the paper's,
+both tables, the paper's ordering checked pair by pair, the length tables, the figures, the steps saved and the
+verdicts (``claims``). Do-not-edit output: every number comes from the result files or from the paper."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from onmt_optimal.report.cells import f2, fmt_r, refs
+from onmt_optimal.report.claims import findings
+from onmt_optimal.report.lengths import length_table, steps_by_length
+from onmt_optimal.report.paper import HISTORICAL, LABELS, PAPER_B, PAPER_TABLE3
+from onmt_optimal.report.results import Sweep, fixed_row, row_key, tuned_rows
+from onmt_optimal.report.stats import ALPHA, N_SAMPLES_TEXT, ROOT, fmt_cmp, fmt_p
+
+
+def ordering_section(test: dict | None, stats, why: str) -> str:
+    """The paper's Table 3 order on test, pair by pair: our difference, its interval, sacrebleu's p-value."""
+    rows = {f: r for f, r in tuned_rows(test).items() if f in PAPER_TABLE3 and f != "default"}
+    base = fixed_row(test, "default", PAPER_B)
+    if base is not None:
+        rows["default"] = base
+    if stats is None or len(rows) < 2:
+        return f"Not computed ({why or 'too few of the paper decoders among the test outputs'})."
+    order = sorted(rows, key=lambda f: -PAPER_TABLE3[f][3])
+    lines = [
+        f"The paper's test order ({', '.join(f'{LABELS[f]} {PAPER_TABLE3[f][3]:.2f}' for f in order)}; the default "
+        f"at b = {PAPER_B} as in the paper, the others dev-tuned), checked pair by pair on our test set with "
+        f"sacrebleu's paired bootstrap ({N_SAMPLES_TEXT}).",
+        "",
+        "| paper: higher | paper: lower | paper Δ | our Δ [95% interval] | p | reading |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for i, hi in enumerate(order):
+        for lo in order[i + 1:]:
+            c = stats.compare(row_key(rows[hi]), row_key(rows[lo]))
+            reading = ("as the paper" if c.diff > 0 else "against the paper") if c.p < ALPHA else \
+                "identical outputs" if c.identical else "not resolved by this test set"
+            lines.append(f"| {LABELS[hi]} | {LABELS[lo]} | {PAPER_TABLE3[hi][3] - PAPER_TABLE3[lo][3]:+.2f} | "
+                         f"{fmt_cmp(c)} | {fmt_p(c.p)} | {reading} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+
+def steps_section(sweep: Sweep) -> str:
+    wanted = [b for b in (10, 20) if b in sweep.beams]
+    if sweep.beams and sweep.beams[-1] not in wanted:
+        wanted.append(sweep.beams[-1])
+    lines = [
+        "Mean decoding steps per sentence on dev, OpenNMT-py's rule (stop when the top item of the beam is "
+        "finished) minus optimal stopping, both on raw log-probability. The paper reports optimal stopping "
+        "finishing 3-5 steps earlier at b = 10 on NIST (Section 3).",
+        "",
+        "| b | steps, default | steps, optimal | saved | saved (%) | mean output length, default |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for b in sorted(set(wanted) | {10, 20}):
+        if b not in sweep.beams:
+            lines.append(f"| {b} | not in the sweep | | | | |")
+            continue
+        d, o = sweep.at("default", b), sweep.at("optimal", b)
+        if d is None or o is None:
+            lines.append(f"| {b} | n/a | n/a | n/a | n/a | n/a |")
+            continue
+        saved = d["mean_steps"] - o["mean_steps"]
+        pct = 100 * saved / d["mean_steps"] if d["mean_steps"] else float("nan")
+        lines.append(f"| {b} | {f2(d['mean_steps'])} | {f2(o['mean_steps'])} | {f2(saved)} | {pct:.1f} | "
+                     f"{f2(d['mean_length'])} |")
+    pairs = [(sweep.at("default", b), sweep.at("optimal", b)) for b in sweep.beams]
+    pairs = [(d, o) for d, o in pairs if d and o]
+    if pairs:
+        later = [d["beam"] for d, o in pairs if o["mean_steps"] > d["mean_steps"] + 1e-9]
+        lines += ["", "Over all beam sizes, optimal stopping took " +
+                  ("no more steps on average than the default rule at every b (as Theorem 2 requires)."
+                   if not later else f"more steps than the default rule at b = {', '.join(map(str, later))}.")]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def setup_section(dev_meta: dict, test_meta: dict | None, sweep: Sweep) -> str:
+    m = dev_meta
+    lines = [
+        f"- model: {m['model']}",
+        f"- data: {m['dataset']}; dev source `{m['src']}`, {refs(len(m['refs']))}: "
+        + ", ".join(f"`{r}`" for r in m["refs"]),
+    ]
+    if test_meta:
+        lines.append(f"- test: source `{test_meta['test_src']}`, {refs(len(test_meta['test_refs']))}: "
+                     + ", ".join(f"`{r}`" for r in test_meta["test_refs"]))
+    lines += [
+        f"- bounded reward target length l = ratio x |x| with ratio = {m['ratio']:g}",
+        f"- grid: b = {sweep.beams[0]}..{sweep.beams[-1]}, r in {{{', '.join(fmt_r(r) for r in sweep.rewards)}}}",
+        f"- BLEU (sacrebleu): `{m['bleu_signature']}`",
+        f"- machine: {m['machine']}",
+        f"- dev sweep: {m['decodes']} decodes in {m['seconds']:.0f} s ({m['seconds'] / 3600:.2f} h)",
+    ]
+    total = m["seconds"]
+    if test_meta:
+        lines.append(f"- test evaluation: {test_meta['decodes']} decodes in {test_meta['seconds']:.0f} s "
+                     f"(machine: {test_meta['machine']})")
+        total += test_meta["seconds"]
+        lines.append(f"- total: {total:.0f} s ({total / 3600:.2f} h)")
+    for key in ("notes",):
+        note = m.get(key)
+        if note:
+            lines += [f"- {n}" for n in ([note] if isinstance(note, str) else note)]
+    return "\n".join(lines) + "\n"
+
+
+def differences_section(sweep: Sweep, test: dict | None) -> str:
+    m = sweep.meta
+    dev_n = max((r["sentences"] for r in sweep.rows), default=0)
+    test_refs = refs(len(test["meta"]["test_refs"])) if test else "n/a"
+    d5 = sweep.at("default", 5) or (sweep.series("default") or [None])[-1]
+    out_len = (f"{f2(d5['mean_length'])} tokens as the model counts them (default search, b = {d5['beam']})"
+               if d5 else "n/a")
+    rows = [
+        ("task / data", "Chinese-English news, 1M training pairs (BPE)", m["dataset"]),
+        ("dev set", "NIST 06 newswire, 616 sentences, 4 references", f"{dev_n} sentences, {refs(len(m['refs']))}"),
+        ("test set", "NIST 08 newswire, 691 sentences, 4 references", test_refs),
+        ("sentence length", "English training side: 23M tokens over 1M sentences (their Table 1)",
+         f"mean 1-best length on dev: {out_len}"),
+        ("model", "OpenNMT-py default settings, 29M parameters, 20 epochs at about 1 h each on a GeForce 980 Ti "
+         "(epoch 15 kept)", m["model"]),
+        ("length ratio for l", "1.27", f"{m['ratio']:g}"),
+        ("BLEU", "case-insensitive 4-reference BLEU-4", f"sacrebleu `{m['bleu_signature']}`"),
+    ]
+    lines = ["| | paper | here |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    lines += ["", "Absolute BLEU is therefore not comparable with the paper's; the comparison is about the shape "
+              "of the curves and the order of the decoders.", ""]
+    return "\n".join(lines)
+
+
+def rel_to_root(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path.resolve())
+
+
+def recompute_section(test: dict | None, stats, results: Path | None = None) -> str:
+    """How a reader recomputes a p-value with sacrebleu's own command line from the committed outputs."""
+    if stats is None or not test:
+        return ""
+    meta = test["meta"]
+    base, mine = fixed_row(test, "default", PAPER_B), tuned_rows(test).get("optimal_reward")
+    if base is None or mine is None:
+        return ""
+    refs = " ".join(meta.get("clean_test_refs") or meta["test_refs"])
+    where = (lambda h: rel_to_root(results / h)) if results is not None else str
+    return ("To recompute a p-value (here optimal + bounded reward against the stock default at b = 16) with "
+            "sacrebleu's command line from the committed outputs, from the repository root, after `make reproduce` "
+            "has written the cleaned references (whitespace collapsed"
+            + (", Moses escapes undone" if meta.get("unescape_moses") else "") + "):\n\n"
+            f"    sacrebleu {refs} -i {where(base['hyp'])} {where(mine['hyp'])} -m bleu -lc --force --paired-bs\n\n"
+            "(1000 resamples and seed 12345 are sacrebleu's defaults; the first `-i` file is the baseline).\n")
+
+
+def block(text: str) -> str:
+    """A README section's text followed by one blank line (nothing for an empty section)."""
+    return text.rstrip("\n") + "\n" if text.strip() else ""
+
+
+def readme(sweep, test, tuned, t2, t3, paper_name, stats=None, why="", results: Path | None = None) -> str:
+    claims = findings(sweep, test, tuned, stats)
+    tested = ("`dev_sweep.json` and `test_eval.json`" if test else
+              "`dev_sweep.json` (`test_eval.json` was not there, so there are no test numbers)")
+    decoders = [
+        "| family | search |",
+        "|---|---|",
+        "| `default` | OpenNMT-py 3.5.1's rule: stop when the top item of the beam is finished (and n_best are "
+        "collected), return the best collected; raw log-probability |",
+        "| `default_avg` | the same with OpenNMT-py's default length normalization (`avg`) |",
+        "| `shrinking_norm` | RNNsearch shrinking beam, length-normalized score (paper's 2a) |",
+        "| `shrinking_reward` | shrinking beam, unbounded per-word reward r (paper's 2b) |",
+        "| `optimal` | optimal stopping on raw log-probability (paper's Section 3; r = 0) |",
+        "| `optimal_reward` | optimal stopping with the bounded length reward r (paper's Section 4) |",
+    ]
+    if sweep.series(HISTORICAL):
+        decoders.append(f"| `{HISTORICAL}` | OpenNMT-py's search of early 2017, the paper's baseline: stop when "
+                        f"the top item of the beam is completed and return that item (earlier completions are "
+                        f"never stored) |")
+    parts = [
+        f"# Results: optimal beam search on {sweep.meta['dataset']}",
+        "",
+        f"Reproduction of {paper_name}, *When to Finish? Optimal Beam Search for Neural Text Generation (modulo "
+        "beam size)*, Section 5 (Table 2, Table 3, Figures 1-2) with this package's `-stopping optimal` and "
+        "`-length_reward`.",
+        "",
+        "Made by `make reproduce`: the sweep writes `dev_sweep.json` (every decoder x beam size x reward on dev) "
+        "and `test_eval.json` (each decoder at its dev-tuned setting, and the stock default at fixed beam sizes, "
+        "on test), with every test output in `hyps/` and per-sentence steps in `test_sentences.json`; then "
+        "`python scripts/make_report.py --results DIR` writes this file, the tables and the figures from "
+        f"{tested}. Do not edit by hand; every number here comes from those files or from the paper.",
+        "",
+        "## Setup",
+        "",
+        setup_section(sweep.meta, test["meta"] if test else None, sweep),
+        "## Differences from the paper's setup",
+        "",
+        differences_section(sweep, test),
+        "## Decoders",
+        "",
+        "\n".join(decoders),
+        "",
+        "## Table 2: tuning the bounded reward (dev)",
+        "",
+        t2,
+        "## Table 3: decoders on test, with paired significance",
+        "",
+        block(t3),
+        block(recompute_section(test, stats, results)),
+        "## The paper's ordering on this test set",
+        "",
+        block(ordering_section(test, stats, why)),
+        "## BLEU and length by source length (test)",
+        "",
+        block(length_table(test, stats, why)),
+        "## Figures",
+        "",
+        "Figure 1: model score vs beam size (paper's Figure 1).",
+        "",
+        "![model score vs beam size](fig1_model_score.png)",
+        "",
+        "Figure 2: (a) BLEU and (b) length ratio vs beam size on dev; the reward decoders at their dev-tuned r "
+        "(paper's Figure 2).",
+        "",
+        "![BLEU and length ratio vs beam size](fig2_bleu_length.png)",
+        "",
+        "## Steps saved by optimal stopping",
+        "",
+        steps_section(sweep),
+        block(steps_by_length(test, stats, why)),
+        "## Findings: the paper's claims on this data",
+        "",
+        "Each verdict is computed by `scripts/make_report.py` from the files above with the thresholds it "
+        f"states; a BLEU difference counts only when sacrebleu's paired-bootstrap p-value is below {ALPHA}, and "
+        "each verdict names the p-value it rests on. \"partly holds\" means some of the checks behind a claim pass "
+        "and some fail.",
+        "",
+    ]
+    for title, body in claims:
+        parts += [f"**{title}**", "", body, ""]
+    return "\n".join(parts)
+
