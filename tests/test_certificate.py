@@ -403,25 +403,25 @@ DTYPES = [torch.long, torch.int32, torch.float64, torch.float, torch.float16, to
 @given(st.lists(st.tuples(st.sampled_from(DTYPES), st.integers(0, 5), st.integers(1, 7)), min_size=1, max_size=6),
        st.integers(0, 2 ** 31 - 1))
 def test_the_step_s_facts_cross_as_one_tensor_of_bytes(pieces, seed):
-    """``beam._pack``/``_unpack``: any tensors of any dtypes and shapes (odd sizes included, whose bytes end off
+    """``transfer.pack``/``unpack``: any tensors of any dtypes and shapes (odd sizes included, whose bytes end off
     the next piece's alignment) cross as one ``cat``, larger elements first, and come back as views bit for bit
     (compared as bytes: a NaN too); in another order the packing refuses them."""
-    from onmt_optimal.search.beam import _pack, _unpack
+    from onmt_optimal.search.transfer import pack, unpack
 
     g = torch.Generator().manual_seed(seed)
     sent = [torch.randint(-2 ** 31, 2 ** 31 - 1, (B, beam), generator=g, dtype=torch.long).to(dtype)
             if not dtype.is_floating_point else torch.randn((B, beam), generator=g).to(dtype)
             for dtype, B, beam in pieces]
     ordered = sorted(sent, key=lambda x: -x.element_size())
-    packed = _pack(ordered)
+    packed = pack(ordered)
     assert packed.dim() == 1 and packed.dtype == torch.int8
-    back = _unpack(packed.clone(), ordered)
+    back = unpack(packed.clone(), ordered)
     for x, y in zip(ordered, back):
         assert y.dtype == x.dtype and y.shape == x.shape
         assert torch.equal(y.reshape(-1).view(torch.int8), x.reshape(-1).view(torch.int8))
     if len({x.element_size() for x in sent}) > 1:  # then some size grows along the reversed list
         with pytest.raises(ValueError):
-            _pack(ordered[::-1])
+            pack(ordered[::-1])
 
 
 def test_the_bookkeeping_goes_to_the_host_next_to_a_cuda_model_only():
@@ -432,7 +432,7 @@ def test_the_bookkeeping_goes_to_the_host_next_to_a_cuda_model_only():
     rules = [(StockScore("none"), STOPPING_RULES["optimal"]())]
     src_len, items = torch.tensor([3, 4], device=DEVICE), torch.full((2 * 3, 1), BOS, device=DEVICE)
     beam = Beam(rules, 3, 1, EOS, PAD)
-    assert beam._host == AUTO
+    assert beam.where == AUTO
     beam.start(src_len, 6, items=items)
     assert beam.host == (torch.device("cpu") if DEVICE.type == "cuda" else None)
     for host in (None, "cpu"):

@@ -13,8 +13,8 @@ finished; a shrinking beam has no slot left; the exhaustive run has nothing left
 example at that same step (its top item finished, and ``n_best = 1`` hypothesis collected). Before ``t`` nothing
 completed, so no rule kept anything, and each rule's answer is that hypothesis, scored by its own ``final``. QED
 
-So nothing needs deciding during such a decode: the toolkit's step runs as it is (about half the tensor
-operations of the core's, which would compute a certificate that cannot fire before the end), and ``records``
+So nothing needs deciding during such a decode: the toolkit's step runs as it is (without the core's
+bookkeeping, which would compute a certificate that cannot fire before the end), and ``records``
 scores the answer afterwards with each rule's ``final`` on the same float32 numbers the core would use: its
 records are the core's (``tests/test_certificate.py::test_a_beam_of_one_is_stock_s_search_scored_afterwards``,
 ``tests/test_sweep.py::test_beam_of_one_records_are_the_core_s``). Which decodes
@@ -26,6 +26,7 @@ from __future__ import annotations
 import torch
 
 from onmt_optimal.search.scoring import StepView
+from onmt_optimal.search.stopping import StopReason
 
 
 def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bool], src_len: list[int],
@@ -65,7 +66,7 @@ def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bo
         per_example[i] = columns[j]
     return [[{
         "steps": steps[i],
-        "stop_reason": "max_length" if steps[i] >= max_length else "all_finished",
+        "stop_reason": StopReason.MAX_LENGTH if steps[i] >= max_length else StopReason.ALL_FINISHED,
         "score": per_example[i][r],
         "log_prob": log_prob[i],
         "length": steps[i] - ended[i],

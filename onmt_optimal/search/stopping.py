@@ -8,9 +8,25 @@ every rule, only where the search stops (and so which completed hypotheses it ha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from functools import cached_property
 
 import torch
+
+
+class StopReason(str, Enum):
+    """Why the search stopped with an example, as the statistics name it. A ``str``: it equals, prints and
+    serializes (JSON) as its value."""
+
+    CERTIFICATE = "certificate"  # the certificate held on admissible bounds (Eq. 2; Eq. 5 with the reward)
+    PREDICTED_BOUND = "predicted_bound"  # the certificate's test held on a heuristic bound: no proof
+    TOP_FINISHED = "top_finished"  # OpenNMT-py's rule: the top item of the beam completed
+    ALL_FINISHED = "all_finished"  # no live item was left
+    MAX_LENGTH = "max_length"  # the last step, ``T``, ended every live item
+    EMPTY_SOURCE = "empty_source"  # an empty line, answered by the adapters without a search
+
+    __str__ = str.__str__
+    __format__ = str.__format__
 
 
 @dataclass
@@ -49,8 +65,10 @@ class StoppingRule:
     after this step."""
 
     name = "abstract"
-    #: reason reported in the statistics when this rule ends an example
-    reason = "abstract"
+    #: reason reported in the statistics when this rule ends an example while items are still live (with none
+    #: left, the search reports ``ALL_FINISHED``; with a heuristic bound, ``PREDICTED_BOUND``): a ``StopReason``
+    #: for the rules here
+    reason: str
     #: does the answer carry a proof of optimality (modulo beam size)?
     certified = False
     #: does each completed hypothesis take its slot out of the beam for good?
@@ -68,7 +86,7 @@ class TopFinished(StoppingRule):
     """OpenNMT-py's rule: stop once the top item of the beam is completed and ``n_best`` were collected."""
 
     name = "default"
-    reason = "top_finished"
+    reason = StopReason.TOP_FINISHED
     needs_bound = False
 
     def done(self, view: StopView) -> torch.Tensor:
@@ -87,7 +105,7 @@ class OptimalityCertificate(StoppingRule):
     """
 
     name = "optimal"
-    reason = "certificate"
+    reason = StopReason.CERTIFICATE
     certified = True
 
     def done(self, view: StopView) -> torch.Tensor:
@@ -102,7 +120,7 @@ class Exhaustive(StoppingRule):
     """
 
     name = "exhaustive"
-    reason = "all_finished"
+    reason = StopReason.ALL_FINISHED
     certified = True
 
     def done(self, view: StopView) -> torch.Tensor:
@@ -112,10 +130,15 @@ class Exhaustive(StoppingRule):
 class Shrinking(StoppingRule):
     """RNNsearch's shrinking beam (the paper's baseline 2): each completed hypothesis shrinks its example's beam
     by one; the example ends when its beam is empty (or at ``max_length``) and returns its best completed
-    hypothesis under the active score. The beam itself differs from the other rules' after the first EOS."""
+    hypothesis under the active score. The beam itself differs from the other rules' after the first EOS.
+
+    Its stop is always reported as ``ALL_FINISHED`` (or ``MAX_LENGTH``): no item is live when the width reaches 0.
+    Proof: a step's real items lie in the slots below the width it starts with, ``w``, and its completed items
+    are among them; the width falls by their number, so it reaches 0 only when all ``w`` slots completed, and
+    then no real item is left live."""
 
     name = "shrinking"
-    reason = "beam_exhausted"
+    reason = StopReason.ALL_FINISHED
     shrinks = True
     needs_bound = False
 
@@ -138,7 +161,7 @@ class OpenNMT2017(StoppingRule):
     slots or rose to the top. With ``-n_best`` above 1 it repeats its one answer."""
 
     name = "opennmt2017"
-    reason = "top_finished"
+    reason = StopReason.TOP_FINISHED
     needs_bound = False
     top_only = True
 

@@ -1,0 +1,87 @@
+"""The answers of the examples that leave the search: their kept hypotheses and statistics, per rule.
+
+Everything a leaving example answers crosses to the host as one float32 row (``pack_rows``), and the rows of all
+the examples leaving at a step in one transfer. A row holds, in this order: the kept scores (``R * K``), their
+log-probabilities (``R * K``; absent while every rule's score is the log-probability itself, ``Kept``), the
+stops' columns (``stops.One``/``Several``: counts and reasons, the reasons as their codes), ``|x|`` and each
+rule's target length (``1 + R``), and the kept tokens (``R * K * (1 + T)``). Token ids, counts and steps are
+exact in float32 below 2^24. ``decode_rows`` reads the rows back into per-rule answers, each made by ``answer``.
+"""
+from __future__ import annotations
+
+import torch
+
+from onmt_optimal.search.constants import NEG_INF
+from onmt_optimal.search.kept import Kept
+
+
+def pack_rows(kept: Kept, stop_columns: list[torch.Tensor], facts: torch.Tensor) -> torch.Tensor:
+    """(B, width) the rows of every example of the batch (``facts``: (B, 1 + R), ``|x|`` and each ``l``)."""
+    log_probs = [] if kept.log_prob is None else [kept.log_prob]
+    return torch.cat([kept.score, *log_probs, *stop_columns, facts, kept.seq.view(kept.seq.shape[0], -1)], dim=1)
+
+
+def decode_rows(packed: list[list[float]], batch_rows: list[int], items: torch.Tensor, n_rules: int, K: int, T1: int,
+           stops, targeted: list[bool], separate_log_prob: bool, eos: int) -> list[list[dict]]:
+    """Per row of ``packed`` (``pack_rows``, read on the host), per rule, its ``answer``.
+
+    ``batch_rows``: each row's example in the batch; ``items`` (B, beam, 1 + t): the beam's items (the start
+    token, then the tokens), the top one's tokens read only for an example whose every hypothesis scored
+    ``-inf`` (it kept none; a second transfer in that degenerate case alone); ``T1``: the kept tokens' row
+    length (the start token, then ``T`` tokens);
+    ``stops``: the batch's ``stops.One``/``Several`` (which reads its own columns); ``targeted``: per rule, it
+    reports a target length; ``separate_log_prob``: the rows hold the log-probabilities apart from the scores."""
+    RK = n_rules * K
+    out = []
+    for row, b in zip(packed, batch_rows):
+        score = row[:RK]
+        log_prob, at = (row[RK:2 * RK], 2 * RK) if separate_log_prob else (score, RK)
+        stopped, at = stops.read(row, at), at + stops.columns
+        src_len, target, seq = row[at], row[at + 1:at + 1 + n_rules], row[at + 1 + n_rules:]
+        per_rule = []
+        for r in range(n_rules):
+            hyps = []
+            for i in range(r * K, (r + 1) * K):
+                if score[i] == NEG_INF:
+                    break
+                hyps.append((score[i], log_prob[i], _tokens(seq[i * T1 + 1:(i + 1) * T1], eos)))
+            n_kept = len(hyps)
+            if not hyps:  # every hypothesis scored -inf: the top item answers
+                hyps.append((NEG_INF, NEG_INF, items[b, 0, 1:].tolist()))
+            steps, why, completed = stopped[r]
+            per_rule.append(answer(hyps, n_kept, K, eos, steps, why, target[r] if targeted[r] else None,
+                                   int(src_len), completed))
+        out.append(per_rule)
+    return out
+
+
+def answer(hyps: list[tuple], n_kept: int, K: int, eos: int, steps: int, why: str, target: float | None,
+           src_len: int, completed: int) -> dict:
+    """One rule's answer for one example: ``{"hypotheses": [(score, tokens), ...] (K, best first), "kept" (how
+    many of them are distinct: the last one is repeated up to K), "steps", "stop_reason", "score",
+    "log_prob", "length", "target_length", "src_length", "completed", "tokens"}`` (``tokens``: the 1-best
+    without EOS; a hypothesis's token list keeps its EOS, as OpenNMT-py hands it on). ``hyps``: at least one
+    ``(score, log_prob, tokens)``, best first, of which the first ``n_kept`` were kept."""
+    hyps = hyps + [hyps[-1]] * (K - len(hyps))  # the toolkit expects K answers
+    best = hyps[0]
+    ended = bool(best[2]) and best[2][-1] == eos
+    return {
+        "hypotheses": [(h[0], h[2]) for h in hyps],
+        "kept": n_kept,
+        "steps": steps,
+        "stop_reason": why,
+        "score": best[0],
+        "log_prob": best[1],
+        "length": len(best[2]) - ended,
+        "target_length": target,
+        "src_length": src_len,
+        "completed": completed,
+        "tokens": best[2][:-1] if ended else best[2],
+    }
+
+
+def _tokens(row: list[float], eos: int) -> list[int]:
+    """A kept hypothesis's tokens from its padded row: up to its EOS, which ends it, or the whole row (it was
+    completed at ``max_length``: no other item completes without an EOS)."""
+    end = row.index(eos) + 1 if eos in row else len(row)
+    return [int(x) for x in row[:end]]
