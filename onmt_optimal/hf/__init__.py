@@ -1,0 +1,14 @@
+"""Optimal beam search in Hugging Face transformers' ``generate``, as a decoding loop it calls:
+
+    from onmt_optimal.hf import optimal_beam_search
+    out = model.generate(**inputs, num_beams=10, max_new_tokens=128, custom_generate=optimal_beam_search,
+                         stopping="optimal", return_dict_in_generate=True)
+
+Read in this order: ``generate`` (the loop), ``beam`` (transformers' beam, one step, with the core's
+bookkeeping), ``scoring`` (transformers' length normalization as a rule with an admissible bound),
+``stopping`` (transformers' own ``early_stopping`` rule), ``options`` (what is taken, what is refused),
+``output`` (the answers and statistics). Importing this package changes nothing in transformers.
+"""
+from onmt_optimal.hf.generate import optimal_beam_search
+
+__all__ = ["optimal_beam_search"]

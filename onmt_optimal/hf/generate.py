@@ -1,0 +1,158 @@
+"""``optimal_beam_search``: the decoding loop that ``model.generate(custom_generate=...)`` calls.
+
+transformers' ``generate`` prepares everything as for its own beam search (inputs expanded to ``num_beams`` rows
+an input, the encoder run, the cache, the logits processors and stopping criteria) and then calls this function
+with the search's own keyword arguments (those of its signature that ``GenerationMixin._sample`` lacks). The
+loop is ``_beam_search``'s: prefill, then per step the model's forward on the running items (through the
+model's ``prepare_inputs_for_generation`` and its own cache object), ``log_softmax`` of the float32 logits,
+the logits processors, the beam's step (``beam.advance``), and the cache reordered after the new running items
+(``Cache.reorder_cache``, or the model's ``_reorder_cache``).
+
+Two things differ from transformers' loop, neither in what the beam holds:
+
+* an input leaves the batch as soon as every rule is done with it (transformers runs every input until the
+  last one is done): its rows are dropped from the running items, the per-row model inputs and the cache,
+  in the same ``index_select`` that reorders the cache;
+* each step reads one ``(N, 1)`` column on the host (which inputs are done), where transformers reads one flag
+  (whether all are). Also read: on the CPU, whether anything completed (``beam``'s quiet steps), the dropped
+  inputs' row list when some leave, and once at the end the answers and statistics.
+
+Nothing of transformers is patched: without ``custom_generate=optimal_beam_search``, ``generate`` is untouched.
+"""
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+from transformers.generation.utils import ALL_CACHE_NAMES
+from transformers.utils import ModelOutput
+
+from onmt_optimal.hf import beam, options
+from onmt_optimal.hf.output import Results
+
+
+def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criteria=None, generation_config=None,
+                        synced_gpus=False, stopping="optimal", length_reward=0.0, length_ratio=None,
+                        bp_norm=False, bound="exact", **model_kwargs):
+    """Beam search with optimal stopping (Huang, Zhao & Ma, 2017) on transformers' own beam.
+
+    Call it through ``model.generate(..., custom_generate=optimal_beam_search, ...)`` with transformers' usual
+    settings (``num_beams``, ``max_new_tokens``, ``length_penalty``, ``num_return_sequences``, ...) and:
+
+    * ``stopping``: ``"optimal"`` (the certificate: the answer is the best the same beam would finish by
+      ``max_length``), ``"exhaustive"`` (run until no item is left or ``max_length``), ``"shrinking"`` (each
+      finished hypothesis narrows the beam), ``"default"`` (transformers' own ``early_stopping`` rule), or a
+      list of them, decoded once (the first answers; all in ``rule_results``);
+    * the score: transformers' ``sum log p / t ** length_penalty`` (``length_penalty=0``: the log-probability),
+      unless ``length_reward=R`` replaces it (``log p + R * min(length_ratio * |x|, |y|)``, bounded; without
+      ``length_ratio``, ``log p + R * |y|``) or ``bp_norm=True`` (BP-norm, with ``length_ratio``);
+    * ``bound``: ``"exact"`` (a proof) or ``"predicted"`` (normalized scores: assumes outputs end by
+      ``length_ratio * |x|``).
+
+    Returns what transformers' beam search returns: the ``sequences`` (the decoder prompt, then each of the
+    ``num_return_sequences`` best, best first), or with ``return_dict_in_generate=True`` its output class with
+    ``sequences_scores`` (the first rule's scores) and ``search_stats`` (per input: ``steps``, ``stop_reason``,
+    ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``, ``completed``), ``rule_results``
+    (per input, per rule, the same plus its 1-best ``tokens``). Unsupported settings raise one-line
+    ``ValueError`` (``options``).
+    """
+    del synced_gpus  # (transformers does not pass it to a callable; a multi-process decode is not supported)
+    options.check_settings(generation_config, logits_processor, stopping_criteria)
+    search = options.search(generation_config, stopping, length_reward, length_ratio, bp_norm, bound)
+    is_encoder_decoder = model.config.is_encoder_decoder
+    cache_key = next((key for key in ALL_CACHE_NAMES if model_kwargs.get(key) is not None), None)
+    if cache_key is not None:
+        _check_cache(model, model_kwargs[cache_key])
+    b = search.num_beams
+    prompt_len = input_ids.shape[1]
+    T = generation_config.max_length - prompt_len
+    if T < 1:
+        raise ValueError(f"max_length ({generation_config.max_length}) leaves no token to generate after the "
+                         f"prompt of {prompt_len}")
+    pad, eos = generation_config._pad_token_tensor, generation_config._eos_token_tensor
+    fill = int(pad or eos.view(-1)[0])  # transformers' ``output_fill_value``
+    constants = beam.Constants(search=search, eos=eos.view(-1).to(input_ids.device), prompt_len=prompt_len, T=T,
+                               free_reads=input_ids.device.type == "cpu")
+    state = beam.start(search, input_ids, _source_lengths(model_kwargs, input_ids, b, is_encoder_decoder), T, fill)
+    results = Results(search, state, input_ids, T, fill)
+
+    outputs = model._prefill(input_ids, generation_config, model_kwargs,
+                             is_first_iteration=not generation_config.is_assistant)
+    t = 0
+    while True:
+        if t > 0:
+            inputs = model.prepare_inputs_for_generation(
+                state.sequences, next_sequence_length=1 if model_kwargs["use_cache"] else None, **model_kwargs)
+            outputs = model(**inputs, return_dict=True)
+        model_kwargs = model._update_model_kwargs_for_generation(outputs, model_kwargs,
+                                                                 is_encoder_decoder=is_encoder_decoder)
+        logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32, device=input_ids.device)
+        del outputs
+        log_probs = F.log_softmax(logits, dim=-1)
+        if logits_processor:
+            log_probs = logits_processor(state.sequences, log_probs)
+        t += 1
+        state, done, rows = beam.advance(constants, state, log_probs, t)
+        leaving = done.view(-1).tolist()  # the step's one read
+        if any(leaving):
+            results.record(state, leaving)
+            if all(leaving):
+                break
+            keep = torch.tensor([n for n, left in enumerate(leaving) if not left], device=rows.device)
+            state, rows = state.select(keep), rows[keep]
+            _select_rows(model_kwargs, (keep.unsqueeze(1) * b + torch.arange(b, device=keep.device)).view(-1),
+                         len(leaving) * b)
+        if cache_key is not None and model_kwargs.get(cache_key) is not None:
+            beam_idx = rows.view(-1)
+            if hasattr(model, "_reorder_cache"):
+                model_kwargs[cache_key] = model._reorder_cache(model_kwargs[cache_key], beam_idx)
+            else:
+                model_kwargs[cache_key].reorder_cache(beam_idx)
+    return results.output(generation_config, is_encoder_decoder)
+
+
+def _check_cache(model, cache) -> None:
+    """The cache must follow the beams and shrink with the batch: transformers' dynamic caches do (their
+    ``reorder_cache`` is an ``index_select`` per layer), a static cache does not."""
+    if hasattr(model, "_reorder_cache"):
+        return
+    if isinstance(cache, EncoderDecoderCache):
+        ok = isinstance(cache.self_attention_cache, DynamicCache) and isinstance(cache.cross_attention_cache,
+                                                                                 DynamicCache)
+    else:
+        ok = isinstance(cache, DynamicCache)
+    if not ok:
+        raise ValueError(f"optimal_beam_search does not take a {type(cache).__name__}: it drops finished inputs "
+                         f"from the batch, which needs a dynamic cache (drop cache_implementation)")
+
+
+def _source_lengths(model_kwargs, input_ids, b: int, is_encoder_decoder: bool) -> torch.Tensor:
+    """(N,) ``|x|``: the tokens the model reads of each input (the encoder's or the prompt's unmasked tokens)."""
+    mask = model_kwargs.get("attention_mask")
+    N = input_ids.shape[0] // b
+    if mask is not None and mask.dim() == 2:
+        return mask.view(N, b, -1)[:, 0].sum(dim=1).float()
+    if is_encoder_decoder:
+        length = model_kwargs["encoder_outputs"].last_hidden_state.shape[1]
+    else:
+        length = input_ids.shape[1]
+    return torch.full((N,), float(length), device=input_ids.device)
+
+
+def _select_rows(model_kwargs: dict, keep: torch.Tensor, rows: int) -> None:
+    """Keep only the flat rows ``keep`` of every per-row model input (masks, position ids, encoder outputs); the
+    cache follows in ``reorder_cache``."""
+    def select(x):
+        if isinstance(x, torch.Tensor) and x.dim() > 0 and x.shape[0] == rows:
+            return x.index_select(0, keep.to(x.device))
+        if isinstance(x, tuple):
+            return tuple(select(y) for y in x)
+        return x
+
+    for key, value in list(model_kwargs.items()):
+        if key in ALL_CACHE_NAMES or key == "cache_position":
+            continue
+        if isinstance(value, ModelOutput):
+            model_kwargs[key] = type(value)(**{k: select(v) for k, v in value.items()})
+        else:
+            model_kwargs[key] = select(value)

@@ -1,0 +1,155 @@
+"""What ``optimal_beam_search``'s keyword arguments and transformers' settings mean: the rules a decode runs, or
+one ``ValueError`` line for what it cannot honour.
+
+The search's own arguments (``stopping``, ``length_reward``, ``length_ratio``, ``bp_norm``, ``bound``) select
+the (scoring, stopping) rules, as the OpenNMT-py adapter's flags do (``onmt_optimal.options``); the score is
+transformers' own ``length_penalty`` unless a length reward or BP-norm replaces it.
+
+transformers' settings reach the search as a ``GenerationConfig``, logits processors and stopping criteria.
+What works, exactly as in transformers' beam search: the processors in ``PROCESSORS`` (each sees one row at a
+time, so dropping finished inputs from the batch changes nothing, and each only lowers scores or sets them to
+0 or ``-inf``, so a running sum never rises: the bounds' premise) and the stopping criteria in ``CRITERIA``
+(``max_length``/``max_new_tokens`` and the end tokens). Everything else that changes the search is refused
+(``REFUSED`` says why): sampling, other processors (``sequence_bias`` can raise a score; the encoder n-gram
+processors, ``prefix_allowed_tokens_fn`` and guidance hold per-input state for a batch that this search
+shrinks), other stopping criteria (``max_time`` stops at a time, not at a score; ``stop_strings`` end a
+hypothesis without an end token), per-step outputs (``output_scores``, ``output_logits``,
+``output_attentions``, ``output_hidden_states``) and ``low_memory``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from onmt_optimal.hf.scoring import LengthPenalty
+from onmt_optimal.hf.stopping import TransformersRule
+from onmt_optimal.search.scoring import BOUNDS, BoundedWordReward, BPNorm, ScoringRule, WordReward
+from onmt_optimal.search.stopping import Exhaustive, OptimalityCertificate, Shrinking, StoppingRule
+
+#: ``stopping`` values
+STOPPING = {"optimal": OptimalityCertificate, "exhaustive": Exhaustive, "shrinking": Shrinking,
+            "default": TransformersRule}
+
+#: logits processors that work as in transformers' beam search (class names, as in transformers 5.17 to 5.23)
+PROCESSORS = frozenset({
+    "NoBadWordsLogitsProcessor", "ForcedBOSTokenLogitsProcessor", "ForcedEOSTokenLogitsProcessor",
+    "MinLengthLogitsProcessor", "MinNewTokensLengthLogitsProcessor", "NoRepeatNGramLogitsProcessor",
+    "RepetitionPenaltyLogitsProcessor", "SuppressTokensLogitsProcessor", "SuppressTokensAtBeginLogitsProcessor",
+    "InfNanRemoveLogitsProcessor", "LogitNormalization",
+})
+
+#: stopping criteria that work as in transformers' beam search
+CRITERIA = frozenset({"MaxLengthCriteria", "EosTokenCriteria"})
+
+#: why a known processor or criterion is refused (anything else unknown: "not known to this search")
+REFUSED = {
+    "SequenceBiasLogitsProcessor": "sequence_bias can raise a score, so no bound on a continuation holds",
+    "ExponentialDecayLengthPenalty": "exponential_decay_length_penalty can raise a score, so no bound holds",
+    "EncoderRepetitionPenaltyLogitsProcessor": "encoder_repetition_penalty holds per-input state for the "
+                                               "whole batch, which this search shrinks as inputs finish",
+    "EncoderNoRepeatNGramLogitsProcessor": "encoder_no_repeat_ngram_size holds per-input state for the whole "
+                                           "batch, which this search shrinks as inputs finish",
+    "PrefixConstrainedLogitsProcessor": "prefix_allowed_tokens_fn is called with batch positions, which change "
+                                        "as this search drops finished inputs",
+    "MaxTimeCriteria": "max_time stops at a time, not at a score: nothing is certified",
+    "StopStringCriteria": "stop_strings end a hypothesis without an end token",
+}
+
+
+@dataclass
+class Search:
+    """What one decode runs: ``rules`` ``[(scoring, stopping), ...]`` sharing one beam (the first answers in
+    ``sequences``), each keeping its ``keep`` best finished hypotheses and answering the ``n_best`` first."""
+
+    rules: list
+    num_beams: int
+    n_best: int
+    keep: int
+    eos: list
+
+    @property
+    def shrinks(self) -> bool:
+        return self.rules[0][1].shrinks
+
+
+def _name(x) -> str:
+    return type(x).__name__
+
+
+def _refuse(what: str, why: str) -> ValueError:
+    return ValueError(f"optimal_beam_search does not take {what}: {why}")
+
+
+def check_settings(generation_config, logits_processor, stopping_criteria) -> None:
+    """Raise ``ValueError`` (one line) for a transformers setting this search refuses (the module docstring)."""
+    if generation_config.do_sample:
+        raise _refuse("do_sample=True", "it is a deterministic beam search (drop do_sample)")
+    for flag in ("output_scores", "output_logits", "output_attentions", "output_hidden_states"):
+        if getattr(generation_config, flag, False):
+            raise _refuse(f"{flag}=True", "it keeps no per-step tensors (sequences_scores and search_stats are "
+                                          "always returned with return_dict_in_generate=True)")
+    if getattr(generation_config, "low_memory", False):
+        raise _refuse("low_memory=True", "transformers' beam search refuses it too")
+    if generation_config._eos_token_tensor is None:
+        raise _refuse("a model without an end token", "set eos_token_id")
+    for processor in logits_processor or ():
+        if _name(processor) not in PROCESSORS:
+            raise _refuse(f"the logits processor {_name(processor)}",
+                          REFUSED.get(_name(processor), "it is not known to keep scores from rising or to see "
+                                                        "one row at a time"))
+    for criterion in stopping_criteria or ():
+        if _name(criterion) not in CRITERIA:
+            raise _refuse(f"the stopping criterion {_name(criterion)}",
+                          REFUSED.get(_name(criterion), "only max_length/max_new_tokens and the end tokens "
+                                                        "end a hypothesis here"))
+    beams, n_best = generation_config.num_beams, generation_config.num_return_sequences or 1
+    if n_best > beams:
+        raise ValueError(f"num_return_sequences ({n_best}) must not exceed num_beams ({beams})")
+
+
+def search(generation_config, stopping="optimal", length_reward=0.0, length_ratio=None, bp_norm=False,
+           bound="exact") -> Search:
+    """The rules the arguments ask for, or ``ValueError`` with one line."""
+    names = [stopping] if isinstance(stopping, str) else list(stopping)
+    if not names or any(not isinstance(n, str) or n not in STOPPING for n in names):
+        raise ValueError(f"stopping must be one of {', '.join(STOPPING)} (or a list of them), got {stopping!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"stopping names a rule twice: {stopping!r}")
+    if "shrinking" in names and len(names) > 1:
+        raise ValueError("stopping='shrinking' runs a beam of its own: it cannot share a decode with other rules")
+    if not isinstance(length_reward, (int, float)) or not math.isfinite(length_reward) or length_reward < 0:
+        raise ValueError(f"length_reward must be a finite number >= 0, got {length_reward!r}")
+    if length_ratio is not None and (not isinstance(length_ratio, (int, float)) or not math.isfinite(length_ratio)
+                                     or length_ratio <= 0):
+        raise ValueError(f"length_ratio must be a finite number > 0, got {length_ratio!r}")
+    if bound not in BOUNDS:
+        raise ValueError(f"bound must be one of {', '.join(BOUNDS)}, got {bound!r}")
+    if bp_norm and length_ratio is None:
+        raise ValueError("bp_norm=True needs length_ratio=RHO (> 0): its brevity penalty aims at RHO * |x|")
+    if bp_norm and length_reward > 0:
+        raise ValueError("bp_norm and length_reward are two different scores: choose one")
+    lp = generation_config.length_penalty
+    if bound == "predicted":
+        if length_reward > 0 or not (bp_norm or lp != 0):
+            raise ValueError("bound='predicted' applies to normalized scores (length_penalty != 0 or bp_norm)")
+        if length_ratio is None:
+            raise ValueError("bound='predicted' needs length_ratio=RHO (> 0): it assumes outputs end by RHO * |x|")
+    if "default" in names and (length_reward > 0 or bp_norm):
+        raise ValueError("stopping='default' is transformers' early_stopping rule, defined on its length_penalty "
+                         "score: it does not take length_reward or bp_norm")
+    score: ScoringRule
+    if bp_norm:
+        score = BPNorm(float(length_ratio), bound)
+    elif length_reward > 0:
+        score = (BoundedWordReward(float(length_reward), float(length_ratio)) if length_ratio is not None
+                 else WordReward(float(length_reward)))
+    else:
+        score = LengthPenalty(lp, bound, None if length_ratio is None else float(length_ratio))
+    rules: list[tuple[ScoringRule, StoppingRule]] = []
+    for name in names:
+        rule = (TransformersRule(generation_config.early_stopping, lp) if name == "default" else STOPPING[name]())
+        rules.append((score, rule))
+    beams, n_best = generation_config.num_beams, generation_config.num_return_sequences or 1
+    keep = beams if "default" in names else n_best  # transformers' rule compares with a store of num_beams
+    eos = generation_config._eos_token_tensor.view(-1).tolist()
+    return Search(rules=rules, num_beams=beams, n_best=n_best, keep=keep, eos=eos)
