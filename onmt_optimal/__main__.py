@@ -93,7 +93,7 @@ def sweep(argv: list[str]) -> None:
     parser.add_argument("--out", required=True, help="JSON file")
     parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
     parser.add_argument("--ray-workers", type=int, default=0, metavar="N",
-                        help="spread the decodes over N Ray actors (pip install 'onmt-optimal[ray]'); same JSON rows")
+                        help="spread the decodes over N Ray actors (pip install ray==2.60.0); same JSON rows")
     parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of starting a local one")
     parser.add_argument("--ray-gpus-per-worker", type=float, default=0.0, metavar="G",
                         help="GPUs each actor reserves; it then decodes on the one Ray gives it")
@@ -194,12 +194,12 @@ def uninstall_hook(argv: list[str]) -> None:
 
 
 def stock_translate(argv: list[str]) -> None:
-    if argv in (["-h"], ["--help"]):
+    if argv == ["--help"]:
         sys.stdout.write("usage: onmt-optimal stock-translate ONMT_TRANSLATE_ARGS\n\nStock OpenNMT-py 3.5.1 "
                          "onmt_translate, for comparisons: the import hook is withdrawn, so none of onmt-optimal "
                          "runs; only torch >= 2.6's checkpoint loading is fixed (argparse.Namespace allowed), without "
                          "which stock OpenNMT-py loads no checkpoint. onmt_translate's own options: "
-                         "stock-translate -help.\n")
+                         "stock-translate -h.\n")
         return
     from onmt_optimal.opennmt.stock import AlreadyImported, main as stock_main
 

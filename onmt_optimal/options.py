@@ -172,7 +172,7 @@ def validate(opt) -> None:
                           "a coverage penalty can, so use -coverage_penalty none")
 
 
-RAY_INSTALL = "pip install 'onmt-optimal[ray]' (or pip install ray==2.60.0)"
+RAY_INSTALL = "pip install ray==2.60.0 (the version tested; from a clone of onmt-optimal: pip install '.[ray]')"
 
 
 def uses_new_flags(opt) -> bool:

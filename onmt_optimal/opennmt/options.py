@@ -93,7 +93,7 @@ def add_options(parser) -> None:
     )
     ray = parser.add_argument_group(
         RAY_GROUP_TITLE,
-        "Spread -src over several processes, GPUs or machines with Ray (pip install 'onmt-optimal[ray]'). The "
+        "Spread -src over several processes, GPUs or machines with Ray (pip install ray==2.60.0). The "
         "output and -stats_file are those of one process, byte for byte: each worker decodes exactly the batches "
         "one process would (onmt_optimal/distributed).",
     )

@@ -18,11 +18,11 @@ class AlreadyImported(RuntimeError):
 
 
 def main(argv: list[str]) -> None:
+    if "onmt" in sys.modules:
+        raise AlreadyImported("OpenNMT-py is already imported in this process; run stock-translate in a fresh one")
     from onmt_optimal import import_hook
 
     import_hook.withdraw()
-    if "onmt" in sys.modules:
-        raise AlreadyImported("OpenNMT-py is already imported in this process; run stock-translate in a fresh one")
     import torch
 
     if hasattr(torch.serialization, "add_safe_globals"):
