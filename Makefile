@@ -26,7 +26,7 @@ PIP := $(BIN)/python -m pip -qq
 # and the packages only its server, model conversion and -tensorboard import; filtered below
 KNOWN_CONFLICT := ^opennmt-py 3\.5\.1 
 
-$(STAMP): setup.py requirements.txt requirements-test.txt requirements-plots.txt Makefile onmt_optimal.pth
+$(STAMP): pyproject.toml requirements.txt requirements-test.txt requirements-plots.txt Makefile onmt_optimal.pth
 	@echo "setting up $(VENV): torch >= 2.1, requirements*.txt, onmt-optimal, then OpenNMT-py 3.5.1 without its torch<2.3 pin"
 	@echo "(and without ctranslate2, flask, six, tensorboard, waitress: only its server, conversion and -tensorboard use them)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,12 +37,12 @@ $(STAMP): setup.py requirements.txt requirements-test.txt requirements-plots.txt
 	@# run-time needs, test and plotting extras; --no-warn-conflicts: on a re-run OpenNMT-py is already there
 	@# and pip would print its torch pin as an ERROR block (real conflicts: `pip check` below)
 	@$(PIP) install --no-warn-conflicts -r requirements.txt -r requirements-test.txt -r requirements-plots.txt
+	@# editable; its wheel ships onmt_optimal.pth, the import hook (pip uninstall removes it)
 	@$(PIP) install --no-deps -e .
 	@# last and with --no-deps (pip checks no pins then): its torch<2.3 pin would downgrade torch
 	@$(PIP) install --no-deps OpenNMT-py==3.5.1
 	@$(BIN)/python -m pip check | grep -v "$(KNOWN_CONFLICT)" || true
-	@$(BIN)/python -m onmt_optimal install-hook > /dev/null
-	@$(BIN)/python -c "import torch, onmt, onmt_optimal; print('ready: torch', torch.__version__, '| OpenNMT-py', onmt.__version__, '| onmt-optimal', onmt_optimal.__version__)"
+	@$(BIN)/python -c "import sys, torch, onmt, onmt_optimal; 'onmt_optimal.opennmt.patch' in sys.modules or sys.exit('set-up: the import hook (onmt_optimal.pth) is not active'); print('ready: torch', torch.__version__, '| OpenNMT-py', onmt.__version__, '| onmt-optimal', onmt_optimal.__version__)"
 	@touch $@
 
 run: setup
@@ -94,7 +94,7 @@ EOLE_PYTEST := $(EOLE_BIN)/python -m pytest -q --durations=5 --confcutdir=tests/
 
 setup-eole: $(EOLE_STAMP)
 
-$(EOLE_STAMP): setup.py requirements-eole.txt Makefile onmt_optimal.pth
+$(EOLE_STAMP): pyproject.toml requirements-eole.txt Makefile onmt_optimal.pth
 	@echo "setting up $(EOLE_VENV): torch >= 2.10, eole 0.6.4 (requirements-eole.txt), onmt-optimal"
 	@test -x $(EOLE_BIN)/python || $(PYTHON) -m venv $(EOLE_VENV)
 	@$(EOLE_PIP) install --upgrade pip
@@ -103,8 +103,7 @@ $(EOLE_STAMP): setup.py requirements-eole.txt Makefile onmt_optimal.pth
 	@$(EOLE_PIP) install -r requirements-eole.txt
 	@$(EOLE_PIP) install --no-deps -e .
 	@$(EOLE_BIN)/python -m pip check > /dev/null || $(EOLE_BIN)/python -m pip check
-	@$(EOLE_BIN)/python -m onmt_optimal install-hook > /dev/null
-	@$(EOLE_BIN)/python -c "import torch, eole, onmt_optimal; print('ready: torch', torch.__version__, '| eole', eole.__version__, '| onmt-optimal', onmt_optimal.__version__)"
+	@$(EOLE_BIN)/python -c "import sys, torch, eole, onmt_optimal; 'onmt_optimal.eole.patch' in sys.modules or sys.exit('set-up: the import hook (onmt_optimal.pth) is not active'); print('ready: torch', torch.__version__, '| eole', eole.__version__, '| onmt-optimal', onmt_optimal.__version__)"
 	@touch $@
 
 # only the eole tests
