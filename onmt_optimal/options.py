@@ -200,11 +200,18 @@ def validate_workers(opt) -> None:
     if workers < 0:
         raise OptionError(f"-ray_workers must be a number >= 0 (got {workers})")
     gpus = getattr(opt, "ray_gpus_per_worker", None)
+    timeout = getattr(opt, "ray_timeout", None)
     if workers == 0:
-        if getattr(opt, "ray_address", None) or gpus is not None:
-            flag = "-ray_address" if getattr(opt, "ray_address", None) else "-ray_gpus_per_worker"
-            raise OptionError(f"{flag} needs -ray_workers N (N >= 1)")
+        for flag, value in (("-ray_address", getattr(opt, "ray_address", None) or None),
+                            ("-ray_gpus_per_worker", gpus), ("-ray_timeout", timeout)):
+            if value is not None:
+                raise OptionError(f"{flag} needs -ray_workers N (N >= 1)")
         return
+    if timeout is not None:
+        if not getattr(opt, "ray_address", None):
+            raise OptionError("-ray_timeout bounds the wait for the cluster at -ray_address: give -ray_address too")
+        if math.isnan(timeout) or math.isinf(timeout) or timeout <= 0:
+            raise OptionError(f"-ray_timeout must be a number of seconds > 0 (got {timeout:g})")
     if gpus is not None and (math.isnan(gpus) or gpus < 0):
         raise OptionError(f"-ray_gpus_per_worker must be a number >= 0 (got {gpus})")
     on_gpu = getattr(opt, "gpu", -1) >= 0

@@ -1,19 +1,19 @@
-"""Starting or joining Ray, quietly, and checking that the cluster can hold the workers asked for.
+"""Starting or joining Ray, quietly and safely, and checking that it can hold the workers asked for.
 
-A local Ray (no ``address``) is pinned to what the workers need, so it starts fast and light on a small
-machine: ``num_cpus`` = what the workers reserve (``translate.cpus_per_worker`` each), a 256 MiB object store (the driver puts one bucket of
-source text, at most 16,384 lines, at a time), no dashboard. Workers' own stdout and stderr stay in Ray's
-log directory (``log_to_driver=False``): the driver reports what matters (errors come back with the calls),
-and Ray itself logs errors only.
+Without an address, a local Ray (``local.start``) is sized to the workers (``num_cpus`` = what they reserve:
+``translate.cpus_per_worker`` each), listens on loopback only, keeps its files in a temporary directory removed
+on leaving, and starts no dashboard; it starts only once ``capacity.check_local`` has found that this machine
+can hold the workers. With an address, the cluster is joined within ``timeout`` seconds (``join.join``) and
+its resources are checked before any worker starts. Workers' own stdout and stderr stay in Ray's log
+directory (``log_to_driver=False``): the driver reports what matters (errors come back with the calls), and Ray
+itself logs errors only. Every refusal is an ``OptionError`` of one line, and leaves no Ray process running.
 """
 from __future__ import annotations
 
-import logging
-import os
+import sys
 
+from onmt_optimal.distributed import capacity, local
 from onmt_optimal.options import RAY_INSTALL, OptionError
-
-OBJECT_STORE_BYTES = 256 * 1024 * 1024
 
 
 class WorkerError(RuntimeError):
@@ -37,48 +37,66 @@ def import_ray():
 
 
 class Cluster:
-    """``with Cluster(address, workers, gpus_per_worker) as ray:`` a connected Ray; a Ray this started (or a
-    connection this opened) is shut down on leaving; one already initialised in the process (a test, a
-    notebook) is used as it is and left running."""
+    """``with Cluster(address, workers, gpus_per_worker, cpus_per_worker) as ray:`` a connected Ray; a Ray this
+    started (or a connection this opened) is shut down on leaving, its temporary directory removed; one already
+    initialised in the process (a test, a notebook) is used as it is and left running.
 
-    def __init__(self, address: str | None, workers: int, gpus_per_worker: float = 0.0, cpus_per_worker: int = 1):
+    ``model_bytes``: the size of the model's files, for the local memory check; ``timeout``: seconds to wait
+    for the cluster at ``address`` (``join.DEFAULT_TIMEOUT`` if None)."""
+
+    def __init__(self, address: str | None, workers: int, gpus_per_worker: float = 0.0, cpus_per_worker: int = 1,
+                 model_bytes: int = 0, timeout: float | None = None):
         self.address, self.workers, self.gpus, self.cpus = address, workers, gpus_per_worker, cpus_per_worker
+        self.model_bytes = model_bytes
+        from onmt_optimal.distributed.join import DEFAULT_TIMEOUT
+
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
         self._owned = False
+        self._temp_dir = None
 
     def __enter__(self):
-        ray = import_ray()
+        from onmt_optimal.distributed import join
+
+        ready = "ray" in sys.modules and sys.modules["ray"].is_initialized()
+        if not self.address and not ready:  # before Ray is even imported
+            capacity.check_local(self.workers, self.gpus, self.model_bytes)
+        if self.address and "ray" not in sys.modules:  # Ray reads most of its connection limits on import
+            with join.environment(join.limits(self.timeout)):
+                ray = import_ray()
+        else:
+            ray = import_ray()
         if not ray.is_initialized():
-            kwargs = dict(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-                          configure_logging=True)
-            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             if self.address:
-                ray.init(address=self.address, **kwargs)
+                join.join(ray, self.address, self.timeout, include_dashboard=False, **local.quiet_logging())
             else:
-                ray.init(address="local", num_cpus=self.workers * self.cpus, object_store_memory=OBJECT_STORE_BYTES,
-                         **kwargs)
+                self._temp_dir = local.start(ray, self.workers * self.cpus, **local.quiet_logging())
             self._owned = True
-        self._check_resources(ray)
+        try:
+            self._check_resources(ray)
+        except BaseException:
+            self._release(ray)
+            raise
         return ray
 
     def _check_resources(self, ray) -> None:
         total = ray.cluster_resources()
         cpus, gpus = total.get("CPU", 0), total.get("GPU", 0)
         if cpus < self.workers * self.cpus:
-            self._fail(ray, f"-ray_workers {self.workers} needs {self.workers * self.cpus} CPUs ({self.cpus} a "
-                            f"worker: its torch threads); the Ray cluster has {cpus:g}")
+            raise OptionError(f"-ray_workers {self.workers} needs {self.workers * self.cpus} CPUs ({self.cpus} a "
+                              f"worker: its torch threads); the Ray cluster has {cpus:g}")
         if self.gpus > 0 and gpus < self.gpus * self.workers - 1e-9:
-            self._fail(ray, f"-ray_workers {self.workers} with -ray_gpus_per_worker {self.gpus:g} needs "
-                            f"{self.gpus * self.workers:g} GPUs; the Ray cluster has {gpus:g}")
+            raise OptionError(f"-ray_workers {self.workers} with -ray_gpus_per_worker {self.gpus:g} needs "
+                              f"{self.gpus * self.workers:g} GPUs; the Ray cluster has {gpus:g}")
 
-    def _fail(self, ray, message: str) -> None:
+    def _release(self, ray) -> None:
         if self._owned:
-            ray.shutdown()
             self._owned = False
-        raise OptionError(message)
+            local.stop(ray, self._temp_dir)
+            self._temp_dir = None
 
     def __exit__(self, *exc):
         if self._owned:
             import ray
 
-            ray.shutdown()
+            self._release(ray)
         return False

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
 
 RESTARTS = 3
@@ -50,11 +51,32 @@ class SweepWorker:
             return key, self.session.decode(src, beam, [d.rule(ratio) for d in decoders])
 
 
+def model_paths(translate_args: list[str]) -> list[str]:
+    """The model files ``translate_args`` name (``-model``, or a ``-config`` YAML's ``model``), as OpenNMT-py
+    parses them; none where the arguments do not parse (the workers then say why)."""
+
+    def refuse(message):
+        raise ValueError(message)
+
+    try:
+        from onmt.opts import translate_opts
+        from onmt.utils.parse import ArgumentParser
+
+        parser = ArgumentParser(description="onmt-optimal sweep")
+        translate_opts(parser)
+        parser.error = refuse  # quietly: the workers report bad arguments
+        opt, _ = parser.parse_known_args(list(translate_args) + ["-src", os.devnull])
+        return list(getattr(opt, "models", None) or [])
+    except Exception:
+        return []
+
+
 def decode_many(translate_args: list[str], src_lines: list[str], refs: list[list[str]], jobs: list,
                 ratio: float | None, workers: int, address: str | None = None, gpus_per_worker: float = 0.0,
-                progress=None) -> tuple[dict, float]:
+                progress=None, timeout: float | None = None) -> tuple[dict, float]:
     """Run ``jobs`` (``(key, beam, decoders)``) on ``workers`` actors: ``({key: records}, ratio)``; ``ratio``
-    None is estimated first on ``src_lines``/``refs`` by one actor. ``progress`` is called once per decode."""
+    None is estimated first on ``src_lines``/``refs`` by one actor. ``progress`` is called once per decode;
+    ``timeout``: seconds to wait for the cluster at ``address`` (``cluster.Cluster``)."""
     import torch
 
     from onmt_optimal.options import OptionError
@@ -62,7 +84,8 @@ def decode_many(translate_args: list[str], src_lines: list[str], refs: list[list
     threads = max(1, torch.get_num_threads())
     cpus = 1 if gpus_per_worker > 0 else threads
     text = "".join(line + "\n" for line in src_lines)
-    with Cluster(address, workers, gpus_per_worker, cpus) as ray:
+    with Cluster(address, workers, gpus_per_worker, cpus, model_bytes=file_bytes(model_paths(translate_args)),
+                 timeout=timeout) as ray:
         from ray.util import ActorPool
 
         remote = ray.remote(SweepWorker)

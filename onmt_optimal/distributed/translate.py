@@ -21,6 +21,7 @@ import time
 import uuid
 
 from onmt_optimal.distributed import plan
+from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
 
 #: buckets whose parts may be in flight at once (bounds the driver's memory on a corpus of millions of lines)
@@ -73,7 +74,9 @@ def run(opt, prepare=None, progress=None) -> dict:
         if total > 0:
             workers = opt.ray_workers
             gpus = gpus_per_worker(opt)
-            with Cluster(getattr(opt, "ray_address", None), workers, gpus, cpus_per_worker(opt)) as ray:
+            with Cluster(getattr(opt, "ray_address", None), workers, gpus, cpus_per_worker(opt),
+                         model_bytes=file_bytes(getattr(opt, "models", None)),
+                         timeout=getattr(opt, "ray_timeout", None)) as ray:
                 report = _report_to(progress, bar)
                 try:
                     out, redone = _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report)

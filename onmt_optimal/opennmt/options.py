@@ -104,7 +104,10 @@ def add_options(parser) -> None:
         default=0,
         metavar="N",
         help="Decode with N Ray actors, each loading the model once (on its own GPU with -gpu); 0: in this "
-        "process. Without -ray_address a local Ray is started on this machine.",
+        "process. Without -ray_address a local Ray is started on this machine for the run: it listens on "
+        "loopback only (127.0.0.1), starts no dashboard, keeps its files in a temporary directory removed at "
+        "the end, and is refused (saying the most this machine can run) when N exceeds the cores or the memory "
+        "N copies of the model need. Each worker runs torch's thread count (OMP_NUM_THREADS, else the cores).",
     )
     ray.add(
         "--ray_address",
@@ -123,4 +126,13 @@ def add_options(parser) -> None:
         metavar="G",
         help="GPUs each worker reserves with -gpu (default 1; 0.5 puts two workers on one GPU). Ray picks the "
         "GPU; the worker decodes on it whatever -gpu says.",
+    )
+    ray.add(
+        "--ray_timeout",
+        "-ray_timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="With -ray_address: how long to wait for the cluster to answer before giving up with an error "
+        "(default 30). An address where nothing listens is refused at once.",
     )
