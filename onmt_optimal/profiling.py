@@ -1,10 +1,10 @@
 """Work per decoder call: aten ops (any device), CUDA kernels, device-to-host copies and host synchronizations.
 
-The measuring instrument of issue 14 (``scripts/bench.py --count-only``; the same method as
-``../shared/gpu/baseline-h100/profile_steps.py``). A *decoder call* is one call of a named method, by default
-the OpenNMT-py translator's ``_decode_and_generate`` (decoder step + generator + log-softmax for every live
-path of the batch); OpenNMT-py's decoding loop calls it once per step, so "per call" is "per step of the
-batch". ``count(run, owner)`` runs ``run()`` and divides what it launched by the calls counted:
+The benchmark's measure of work (``scripts/bench.py``; ``--count-only`` for it alone). A *decoder call* is one
+call of a named method, by default the OpenNMT-py translator's ``_decode_and_generate`` (decoder step +
+generator + log-softmax for every live path of the batch); OpenNMT-py's decoding loop calls it once per step, so
+"per call" is "per step of the batch". ``count(run, owner)`` runs ``run()`` and divides what it launched by the
+calls counted:
 
 - ``aten_ops``: every ``aten::`` operator event ``torch.profiler`` records on the host, nested ones included
   (``aten::linear`` and the ``aten::addmm`` under it count two). Host-side dispatch: the same count on CPU

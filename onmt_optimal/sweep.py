@@ -7,8 +7,9 @@ stopping with the bounded reward for every r) and one shrinking beam (shrinking 
 per-word reward for every r), and reads every decoder's answer from them. Results match separate runs of
 ``onmt_translate`` with the same flags (see ``tests/test_sweep.py``): the same translations, steps and stop
 reasons. One caveat of floating point: examples leave the batch at other steps in a separate run, so the model's
-forward pass sees other batch sizes, and float32 scores can differ in their last digits (measured: 3e-8 in a
-mean log-probability on TVsub); a near-tie decided by such a digit could in principle change a beam.
+forward pass sees other batch sizes, and float32 scores can differ in their last digits (the benchmark reports
+the largest gap in a mean model score, ``benchmarks/``); a near-tie decided by such a digit could in principle
+change a beam.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import collections
 import time
 
 from onmt_optimal.evaluate import corpus_score
+from onmt_optimal.progress import count_lines, sentence_bar
 from onmt_optimal.search.registry import Decoder, paper_decoders
 
 __all__ = ["Decoder", "paper_decoders", "decode_all", "run_sweep", "run_sweep_ray", "summarize"]
@@ -43,25 +45,18 @@ def decode_all(session, src, beam: int, decoders: list[Decoder], ratio: float, p
     ``progress``, a tqdm bar on stderr per decode (sentences done / lines of ``src``).
 
     Returns ``{decoder: [record per line]}``."""
-    from tqdm import tqdm
-
     out = {}
-    total = _count_lines(src) if progress else None
+    total = count_lines(src) if progress else None
     for shrinking in (False, True):
         group = [d for d in decoders if d.shrinks == shrinking]
         if not group:
             continue
         desc = f"b={beam}" + (" shrinking beam" if shrinking else "")
-        with tqdm(total=total, desc=desc, unit="sent", leave=False, disable=not progress) as bar:
+        with sentence_bar(total, desc, leave=False, disable=not progress) as bar:
             lines = session.decode(src, beam, [d.rule(ratio) for d in group], progress=bar.update)
         for k, decoder in enumerate(group):
             out[decoder] = [line[k] for line in lines]
     return out
-
-
-def _count_lines(path) -> int:
-    with open(path, "rb") as f:
-        return sum(1 for _ in f)
 
 
 def run_sweep_ray(translate_args: list[str], src_lines: list[str], refs: list[list[str]], beams: list[int],

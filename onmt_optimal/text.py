@@ -2,12 +2,13 @@
 
 One function per job, shared by every tool that reads raw corpus files (``scripts/prepare_data.py``,
 ``main_job.py``, ``reproduce.py``, ``bench.py``, ``python -m onmt_optimal ratio --unescape-moses``), so that a
-source line reaches the model exactly as the training data did.
+source line reaches the model exactly as the training data did; ``clean_file`` writes a cleaned copy of a file.
 """
 from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
 
 # Moses escapes as written by escape-special-chars.perl; "&amp;" must come last (one level is undone).
 MOSES_ENTITIES = [
@@ -51,3 +52,10 @@ def detokenize(line: str, lang: str = "en") -> str:
     """Moses-detokenize one space-tokenized line (``it 's here .`` -> ``it's here.``), as sacrebleu expects
     its input; entities are left as they are (unescape first)."""
     return _detokenizer(lang).detokenize(line.split(), unescape=False)
+
+
+def clean_file(src, dst: Path, unescape: bool) -> Path:
+    """Write the lines of the raw file ``src`` to ``dst``, each cleaned by ``normalize``; returns ``dst``."""
+    lines = Path(src).read_text(encoding="utf-8").splitlines()
+    dst.write_text("".join(normalize(line, unescape) + "\n" for line in lines), encoding="utf-8")
+    return dst

@@ -10,8 +10,7 @@ search's bookkeeping on the host), and prints the aten events per decoder call (
 the translator's ``_decode_and_generate``), grouped by the innermost OpenNMT-py or onmt-optimal function that
 issued them, and how many of them the search issued (stock's or ours: ``SEARCH``). ``--torch-topk`` puts
 ``torch.topk`` in place of the CPU's two-pass top-k, as on an accelerator. ``--kernels`` counts only the ops that
-would be kernels on an accelerator (``onmt_optimal.profiling.kernel_like``), the CPU proxy for the issue's
-"CUDA kernels of our search <= stock's":
+would be kernels on an accelerator (``onmt_optimal.profiling.kernel_like``), the CPU proxy for the CUDA kernels of a search:
 
     python scripts/op_breakdown.py --src dev50.zh --kernels --torch-topk -- -config ... -batch_size 32 ...
 
