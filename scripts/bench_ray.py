@@ -25,8 +25,9 @@ import sys
 import time
 from pathlib import Path
 
+from onmt_optimal.text import normalize
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 BIN = Path(sys.executable).parent
 SHARED = Path(os.environ.get("ONMT_OPTIMAL_DATA", ROOT.parent / "shared" / "data"))
 
@@ -41,8 +42,6 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="markdown file (default benchmarks/RAY.md, RAY-gpu.md)")
     parser.add_argument("extra", nargs="*")
     args = parser.parse_args()
-    from onmt_optimal.text import normalize
-
     work = ROOT / "work" / "bench_ray"
     work.mkdir(parents=True, exist_ok=True)
     src = work / "src"

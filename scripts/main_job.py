@@ -5,8 +5,7 @@ Default: the shipped TVsub Chinese-English model (models/tvsub-zh-en, settings i
 configs/tvsub-zh-en/optimal.yaml) on the TVsub test set in ../shared/data (3 references), through the stock
 ``onmt_translate`` console script (with a progress bar on stderr); prints BLEU (sacrebleu, on Moses-detokenized
 text, as sacrebleu expects), length ratio and the search statistics, and writes everything under
-work/main_job/. If the shipped model is missing, it trains a tiny model on a
-synthetic task (about a minute) and decodes that instead, and says so.
+work/main_job/. The shipped model comes with the repository; without it the job says so in one line.
 
     python scripts/main_job.py [--src FILE --refs FILE [FILE ...]] [--config YAML] [-- extra onmt_translate flags]
 """
@@ -20,20 +19,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+from onmt_optimal.evaluate import corpus_score
+from onmt_optimal.text import detokenize, normalize
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT))
 BIN = Path(sys.executable).parent
 OUT = ROOT / "work" / "main_job"
 SHARED = Path(os.environ.get("ONMT_OPTIMAL_DATA", ROOT.parent / "shared" / "data"))
 TVSUB = SHARED / "tvsub-zh-en"
 
 
-def summarize(hyp_path: Path, stats_path: Path, refs: list[Path] | None, normalize, detok=None) -> None:
-    """``normalize`` cleans a reference line as the source was cleaned; ``detok`` (if any) turns a tokenized
-    line into plain text, applied to hypotheses and references alike before sacrebleu sees them."""
-    from onmt_optimal.evaluate import corpus_score
-
+def summarize(hyp_path: Path, stats_path: Path, refs: list[Path] | None, clean, detok=None) -> None:
+    """``clean`` cleans a reference line as the source was cleaned; ``detok`` (if any) turns a tokenized line
+    into plain text, applied to hypotheses and references alike before sacrebleu sees them."""
     hyps = hyp_path.read_text(encoding="utf-8").splitlines()
     stats = [json.loads(line) for line in stats_path.read_text().splitlines()]
     reasons = collections.Counter(s["stop_reason"] for s in stats)
@@ -41,7 +39,7 @@ def summarize(hyp_path: Path, stats_path: Path, refs: list[Path] | None, normali
           f"   mean output length: {sum(s['length'] for s in stats) / len(stats):.2f}")
     print("stop reasons: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
     if refs:
-        streams = [[normalize(line) for line in r.read_text(encoding="utf-8").splitlines()] for r in refs]
+        streams = [[clean(line) for line in r.read_text(encoding="utf-8").splitlines()] for r in refs]
         if detok is None:
             print(corpus_score(hyps, streams))
         else:
@@ -63,38 +61,20 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     model = ROOT / "models" / "tvsub-zh-en" / "model.pt"
 
-    if model.exists():
-        from onmt_optimal.text import detokenize, normalize  # the same clean-up the training data had
+    if not model.exists():
+        sys.exit(f"main_job: {model.relative_to(ROOT)} is missing (it comes with the repository)")
+    if not Path(args.src).is_file():
+        sys.exit(f"main_job: no such source file: {args.src}")
 
-        def clean(line: str) -> str:
-            return normalize(line, unescape=True)
+    def clean(line: str) -> str:  # the same clean-up the training data had
+        return normalize(line, unescape=True)
 
-        detok = detokenize  # TVsub's English is Moses-tokenized (references and so the model's output)
-
-        src = OUT / "test.src"
-        src.write_text("\n".join(clean(line) for line in Path(args.src).read_text(encoding="utf-8").splitlines())
-                       + "\n", encoding="utf-8")
-        cmd = [str(BIN / "onmt_translate"), "-config", args.config, "-src", str(src)]
-        refs = [Path(r) for r in args.refs]
-        print(f"model: {model.relative_to(ROOT)}   config: {args.config}\nsource: {args.src}")
-    else:
-        sys.path.insert(0, str(ROOT / "tests"))
-        import toy
-
-        print("models/tvsub-zh-en/model.pt is not there yet: training a tiny model on a synthetic task "
-              "(about a minute) and decoding that instead.")
-        toy_model = toy.train_toy_model(OUT / "toy", steps=300)
-        toy.write_corpus(OUT / "toy" / "test", 200, seed=3, max_len=14)
-        src = OUT / "toy" / "test.src"
-        cmd = [str(BIN / "onmt_translate"), "-model", str(toy_model), "-src", str(src), "-beam_size", "10",
-               "-length_penalty", "none", "-stopping", "optimal", "-length_reward", "1.0",
-               "-length_ratio", "1.5"]
-        refs = [OUT / "toy" / "test.tgt"]
-
-        def clean(line: str) -> str:
-            return line
-
-        detok = None
+    src = OUT / "test.src"
+    src.write_text("\n".join(clean(line) for line in Path(args.src).read_text(encoding="utf-8").splitlines())
+                   + "\n", encoding="utf-8")
+    cmd = [str(BIN / "onmt_translate"), "-config", args.config, "-src", str(src)]
+    refs = [Path(r) for r in args.refs]
+    print(f"model: {model.relative_to(ROOT)}   config: {args.config}\nsource: {args.src}")
 
     hyp, stats = OUT / "test.hyp", OUT / "test.stats.jsonl"
     cmd += ["-output", str(hyp), "-stats_file", str(stats), "-progress", *args.extra]
@@ -103,7 +83,8 @@ def main() -> None:
     proc = subprocess.run(cmd, env=env)
     if proc.returncode != 0:  # onmt_translate has said why, in one line
         sys.exit(proc.returncode)
-    summarize(hyp, stats, [r for r in refs if r.exists()], clean, detok)
+    # TVsub's English is Moses-tokenized (references and so the model's output)
+    summarize(hyp, stats, [r for r in refs if r.exists()], clean, detokenize)
 
 
 if __name__ == "__main__":
