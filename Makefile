@@ -15,7 +15,7 @@ DATA ?= ../shared/data
 TVSUB := $(DATA)/tvsub-zh-en
 M30K := $(DATA)/multi30k-de-en
 
-.PHONY: setup setup-eole run test test-eole test-fast reproduce bench clean-venv
+.PHONY: setup setup-eole setup-hf run test test-eole test-hf test-fast reproduce bench clean-venv
 
 setup: $(STAMP)
 
@@ -48,7 +48,7 @@ $(STAMP): pyproject.toml requirements.txt requirements-test.txt requirements-plo
 run: setup
 	$(BIN)/python scripts/main_job.py
 
-test: setup setup-eole
+test: setup setup-eole setup-hf
 	$(BIN)/python -m pytest -q --durations=10
 	$(EOLE_PYTEST)
 
@@ -109,6 +109,24 @@ $(EOLE_STAMP): pyproject.toml requirements-eole.txt Makefile onmt_optimal.pth
 # only the eole tests
 test-eole: setup-eole
 	$(EOLE_PYTEST)
+
+# Hugging Face transformers (onmt_optimal/hf) in the main environment: none of requirements-hf.txt's pins
+# conflicts with OpenNMT-py 3.5.1's or requirements.txt's (pip install --dry-run), so its tier, tests/hf, runs
+# with the main suite (make test); make test-hf runs it alone.
+HF_STAMP := $(VENV)/.onmt-optimal-hf
+
+setup-hf: $(HF_STAMP)
+
+$(HF_STAMP): $(STAMP) requirements-hf.txt
+	@echo "adding Hugging Face transformers to $(VENV) (requirements-hf.txt)"
+	@$(PIP) install -r requirements-hf.txt
+	@$(BIN)/python -m pip check | grep -v "$(KNOWN_CONFLICT)" || true
+	@$(BIN)/python -c "import transformers, onmt_optimal.hf; print('ready: transformers', transformers.__version__)"
+	@touch $@
+
+# only the transformers tests
+test-hf: setup-hf
+	$(BIN)/python -m pytest -q --durations=5 tests/hf
 
 clean-venv:
 	rm -rf $(VENV) $(EOLE_VENV)
