@@ -56,7 +56,7 @@ test: setup setup-eole setup-hf
 test-fast: setup
 	ONMT_OPTIMAL_TESTS=fast $(BIN)/python -m pytest -q --durations=10
 
-MODEL_NOTE := Model strength (issue 15, section 3): these are the shipped small models; no accelerator was available to train one closer to the paper's (29M parameters, 15 epochs), so none was trained.
+MODEL_NOTE := Model strength: these are the shipped small models; no accelerator was available to train one closer to the paper's (29M parameters, 15 epochs), so none was trained.
 # regenerate results/ from the shipped models: sweep on dev, tuned settings on test, tables, figures, README
 reproduce: setup
 	$(BIN)/python scripts/reproduce.py --name tvsub-zh-en --config configs/tvsub-zh-en/translate.yaml \
