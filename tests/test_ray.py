@@ -1,7 +1,9 @@
 """``-ray_workers N`` and ``sweep --ray-workers N`` give what one process gives, byte for byte, on a real local
-Ray cluster (started once for the module, 2 CPUs) with the trained toy model; a worker killed mid-run is
-replaced and its part redone; bad input behaves as without Ray. The option checks and the shard plan are fast
-tests.
+Ray cluster (started once for the module, 2 CPUs, as ``onmt_translate`` starts one) with the trained toy model;
+a worker killed mid-run is replaced and its part redone; bad input behaves as without Ray. A local Ray that
+``onmt_translate -ray_workers 2`` starts listens on loopback only and leaves no process and no file behind, even
+when the run fails; more workers than the machine holds, and a -ray_address where no cluster answers, end in
+one line within a bounded time. The option checks, the capacity rules and the shard plan are fast tests.
 
 The one-process side is ``our_worker`` (one thread: ``OMP_NUM_THREADS=1``); the Ray driver runs here with
 torch set to one thread too, so its workers use one (``distributed.translate.threads``): float32 results
@@ -10,8 +12,11 @@ depend on the thread count, and only then are the scores' last bits one process'
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from onmt_optimal.distributed import plan
+from onmt_optimal.distributed import capacity, join, plan
+from onmt_optimal.distributed.cluster import Cluster
 from onmt_optimal import options
 from onmt_optimal.opennmt import patch
 
@@ -54,7 +60,7 @@ def test_merge_puts_parts_in_order_and_refuses_lost_or_doubled_lines():
 def _opt(**kw):
     base = dict(src=None, output=None, stats_file=None, stopping="default", length_reward=0.0, length_ratio=None,
                 bp_norm=False, bound="exact", length_penalty="none", ray_workers=2, ray_address=None,
-                ray_gpus_per_worker=None, gpu=-1, world_size=1, random_sampling_topk=0, random_sampling_topp=0.0,
+                ray_gpus_per_worker=None, ray_timeout=None, gpu=-1, world_size=1, random_sampling_topk=0, random_sampling_topp=0.0,
                 tgt=None, attn_debug=False, align_debug=False, verbose=False)
     base.update(kw)
     return argparse.Namespace(**base)
@@ -70,6 +76,10 @@ def _opt(**kw):
     (dict(random_sampling_topk=10), "random sampling"),
     (dict(tgt="ref.txt"), "-tgt"),
     (dict(verbose=True), "-verbose"),
+    (dict(ray_workers=0, ray_timeout=5.0), "-ray_timeout needs -ray_workers"),
+    (dict(ray_timeout=5.0), "give -ray_address too"),
+    (dict(ray_address="10.0.0.1:6379", ray_timeout=0.0), "-ray_timeout must be a number of seconds > 0"),
+    (dict(ray_address="10.0.0.1:6379", ray_timeout=float("nan")), "-ray_timeout must be"),
 ])
 def test_refused_combinations(kw, message):
     with pytest.raises(options.OptionError, match=message):
@@ -80,17 +90,72 @@ def test_world_size_without_new_flags_stays_stock():
     options.validate(_opt(world_size=2, ray_workers=0))
 
 
+@pytest.mark.parametrize("kw, message", [
+    (dict(workers=3, n_cores=2), "has 2 cores: the most it can run is -ray_workers 2"),
+    (dict(workers=4, n_cores=8, memory=2 * capacity.GIB, model_bytes=100 * capacity.MIB),
+     "2.0 GiB of memory available: the most it can run is -ray_workers 2"),
+    (dict(workers=1, n_cores=8, memory=capacity.RAY_BYTES), "it cannot run one worker beside Ray"),
+    (dict(workers=3, n_cores=8, memory=None, gpus_per_worker=1.0, n_gpus=2), "the most it can run is -ray_workers 2"),
+    (dict(workers=5, n_cores=8, memory=None, gpus_per_worker=0.5, n_gpus=2), "needs 2.5 GPUs"),
+])
+def test_local_capacity_refusals_say_the_most_the_machine_runs(kw, message):
+    with pytest.raises(options.OptionError, match=message):
+        capacity.check_local(**kw)
+
+
+def test_local_capacity_allows_what_fits():
+    capacity.check_local(2, n_cores=2, memory=2 * capacity.WORKER_BYTES + capacity.RAY_BYTES)
+    capacity.check_local(4, 0.5, n_cores=2 * 2, memory=None, n_gpus=2)
+    assert capacity.cores() >= 1 and capacity.worker_bytes(10) == capacity.WORKER_BYTES + 20
+
+
+def test_more_workers_than_cores_are_refused_before_ray_starts():
+    """In this process, before anything is imported or started (the module's cluster may not be up yet)."""
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        pytest.skip("a Ray is already initialised in this process (it would be used as it is)")
+    with pytest.raises(options.OptionError, match="the most it can run is"):
+        with Cluster(None, capacity.cores() + 1):
+            pass
+    assert not ("ray" in sys.modules and sys.modules["ray"].is_initialized())
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_address_where_nothing_listens_is_refused_at_once():
+    port = _closed_port()
+    started = time.time()
+    with pytest.raises(options.OptionError, match=f"-ray_address 127.0.0.1:{port}: no Ray cluster there"):
+        join.reach(f"127.0.0.1:{port}", 30)
+    assert time.time() - started < 5
+
+
+def test_address_forms_and_limits():
+    assert join.host_port("10.0.0.1:6379") == ("10.0.0.1", 6379)
+    assert join.host_port("[::1]:6379") == ("::1", 6379)
+    assert join.host_port("auto") is None and join.host_port("ray://head:10001") is None
+    got = join.limits(30)
+    assert got["RAY_gcs_server_port_wait_time_s"] == "1" and got["RAY_gcs_rpc_server_connect_timeout_s"] == "10"
+    os.environ["RAY_py_gcs_connect_timeout_s"] = "7"
+    try:
+        with join.environment(got):
+            assert os.environ["RAY_py_gcs_connect_timeout_s"] == "7"  # the user's own setting wins
+            assert os.environ["RAY_gcs_server_request_timeout_seconds"] == "30"
+        assert "RAY_gcs_server_request_timeout_seconds" not in os.environ
+        assert os.environ["RAY_py_gcs_connect_timeout_s"] == "7"
+    finally:
+        del os.environ["RAY_py_gcs_connect_timeout_s"]
+
+
 # ------------------------------------------------------------------ slow: a local Ray cluster
 @pytest.fixture(scope="module")
 def ray_cluster():
-    import logging
-
-    import ray
-
-    ray.init(num_cpus=2, object_store_memory=128 * 1024 ** 2, include_dashboard=False, log_to_driver=False,
-             logging_level=logging.ERROR)
-    yield ray.get_runtime_context().gcs_address
-    ray.shutdown()
+    """A local Ray as ``onmt_translate -ray_workers 2`` starts one (loopback, its own temporary directory)."""
+    with Cluster(None, 2, cpus_per_worker=1) as ray:
+        yield ray.get_runtime_context().gcs_address
 
 
 @pytest.fixture(scope="module")
@@ -285,3 +350,173 @@ def test_sweep_on_workers_equals_one_process(ray_cluster, toy_model, corpus):
         many, ratio = run_sweep_ray(args, src_lines, refs, [1, 3], decoders, 1.5, workers=2, progress=False)
     assert ratio == 1.5
     assert many["rows"] == one["rows"] and many["decodes"] == one["decodes"]
+
+
+# ------------------------------------------------------------------ slow: the console script's own Ray
+def _cli(*args) -> list[str]:
+    return [str(Path(sys.executable).parent / "onmt_translate"), *[str(a) for a in args]]
+
+
+def _env():
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+
+
+def _is_loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip.split("%")[0])
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
+
+
+class Tree:
+    """A command's process tree, watched while it runs: every process seen, every listening TCP socket (with
+    the process that holds it) and the command lines (``psutil``, which Ray ships and puts on the path)."""
+
+    def __init__(self, cmd, env):
+        import ray  # noqa: F401  (makes Ray's psutil importable)
+        import psutil
+
+        self.psutil = psutil
+        self.pids, self.listening, self.cmdlines = set(), set(), set()
+        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def watch(self, limit: float):
+        psutil = self.psutil
+        deadline = time.time() + limit
+        while self.proc.poll() is None and time.time() < deadline:
+            try:
+                root = psutil.Process(self.proc.pid)
+                procs = [root] + root.children(recursive=True)
+            except psutil.Error:
+                procs = []
+            for proc in procs:
+                try:
+                    self.pids.add(proc.pid)
+                    self.cmdlines.add(" ".join(proc.cmdline()))
+                    for conn in proc.net_connections(kind="inet"):
+                        if conn.status == psutil.CONN_LISTEN:
+                            self.listening.add((conn.laddr.ip, conn.laddr.port, proc.name()))
+                except psutil.Error:
+                    pass
+            time.sleep(0.2)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+            pytest.fail(f"still running after {limit} s")
+        return self.proc.returncode, self.proc.stdout.read(), self.proc.stderr.read()
+
+    def survivors(self, wait: float = 10) -> list[str]:
+        """The processes of the tree still alive ``wait`` seconds at most after the command ended."""
+        deadline = time.time() + wait
+        while True:
+            alive = []
+            for pid in self.pids:
+                try:
+                    proc = self.psutil.Process(pid)
+                    if proc.status() != self.psutil.STATUS_ZOMBIE:
+                        alive.append(f"{pid} {proc.name()}")
+                except self.psutil.Error:
+                    pass
+            if not alive or time.time() > deadline:
+                return alive
+            time.sleep(0.5)
+
+    def ray_dirs(self) -> set[str]:
+        """The temporary directories of the run's Ray, from its processes' command lines."""
+        found = set()
+        for line in self.cmdlines:
+            found |= set(re.findall(r"(/[^\s=]*/onmt-ray-[^/\s]+)/", line))
+        return found
+
+
+def _one_line_error(stderr: str, *fragments):
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("onmt_translate: error: "), stderr[-3000:]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.slow
+def test_local_ray_listens_on_loopback_only_and_leaves_nothing(toy_model, corpus, tmp_path):
+    """``onmt_translate -ray_workers 2`` as a user runs it: while it decodes, every listening socket of its
+    process tree (driver, GCS, raylet, agents, workers) is on loopback; after it, none of those processes is
+    alive, and its Ray directory is gone (none under Ray's default /tmp/ray either)."""
+    src = tmp_path / "long.src"
+    src.write_bytes((corpus / "dev.src").read_bytes() * 3)
+    out = tmp_path / "out"
+    tree = Tree(_cli("-model", toy_model, "-src", src, "-output", out, *COMMON, "-ray_workers", "2"), _env())
+    rc, _, stderr = tree.watch(300)
+    assert rc == 0, stderr[-3000:]
+    assert len(out.read_text().splitlines()) == 3 * LINES
+    names = {name for _, _, name in tree.listening}
+    assert any("raylet" in n for n in names) and any("gcs_server" in n for n in names), tree.listening
+    assert any("TranslateWorker" in n for n in names), tree.listening  # seen while the workers ran
+    exposed = sorted(x for x in tree.listening if not _is_loopback(x[0]))
+    assert not exposed, exposed
+    assert not tree.survivors()
+    dirs = tree.ray_dirs()
+    assert dirs and not any(Path(d).exists() for d in dirs), dirs
+    assert not [line for line in tree.cmdlines if "/tmp/ray/" in line]
+
+
+@pytest.mark.slow
+def test_a_failed_local_run_leaves_nothing_running(corpus, tmp_path):
+    """A model no worker can load: one line, a non-zero status, no -output, and the run's Ray gone whole."""
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    out = tmp_path / "out"
+    tree = Tree(_cli("-model", bad, "-src", corpus / "dev.src", "-output", out, "-ray_workers", "2"), _env())
+    rc, _, stderr = tree.watch(300)
+    assert rc != 0
+    _one_line_error(stderr, "is not an OpenNMT-py checkpoint")
+    assert not out.exists()
+    assert not tree.survivors()
+    dirs = tree.ray_dirs()
+    assert dirs and not any(Path(d).exists() for d in dirs), dirs
+    assert not [line for line in tree.cmdlines if "/tmp/ray/" in line]
+
+
+@pytest.mark.slow
+def test_more_workers_than_the_machine_holds_is_one_line_and_starts_nothing(corpus, tmp_path):
+    workers = capacity.cores() + 1
+    out = tmp_path / "out"
+    tree = Tree(_cli("-model", tmp_path / "unused.pt", "-src", corpus / "dev.src", "-output", out,
+                     "-ray_workers", workers), _env())
+    rc, _, stderr = tree.watch(120)
+    assert rc == 2
+    _one_line_error(stderr, f"-ray_workers {workers} starts {workers} worker processes",
+                    f"the most it can run is -ray_workers {capacity.cores()}")
+    assert not out.exists()
+    assert not [line for line in tree.cmdlines if "raylet" in line or "gcs_server" in line]
+
+
+@pytest.mark.slow
+def test_an_address_where_nothing_listens_is_one_line_at_once(corpus, tmp_path):
+    port = _closed_port()
+    tree = Tree(_cli("-model", tmp_path / "unused.pt", "-src", corpus / "dev.src", "-output", tmp_path / "out",
+                     "-ray_workers", "2", "-ray_address", f"127.0.0.1:{port}"), _env())
+    started = time.time()
+    rc, _, stderr = tree.watch(60)
+    assert rc == 2 and time.time() - started < 30
+    _one_line_error(stderr, f"-ray_address 127.0.0.1:{port}: no Ray cluster there")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_an_address_that_never_answers_as_ray_is_one_line_within_the_timeout(corpus, tmp_path):
+    """A port that accepts connections and says nothing (no GCS behind it): Ray would retry for minutes; with
+    -ray_timeout 3 the run ends in one line a few seconds after the timeout."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        port = server.getsockname()[1]
+        tree = Tree(_cli("-model", tmp_path / "unused.pt", "-src", corpus / "dev.src", "-output", tmp_path / "out",
+                         "-ray_workers", "2", "-ray_address", f"127.0.0.1:{port}", "-ray_timeout", "3"), _env())
+        started = time.time()
+        rc, _, stderr = tree.watch(90)
+        took = time.time() - started
+    assert rc == 2, stderr[-3000:]
+    _one_line_error(stderr, f"-ray_address 127.0.0.1:{port}: no Ray cluster answered within 3 s")
+    assert took < 25, took
+    assert not (tmp_path / "out").exists()
+    assert not tree.survivors()
