@@ -9,7 +9,9 @@ What one process would print, byte for byte, from N actors:
   only its own batches, so every sentence meets the model in the batch it would meet in one process;
 * ``translate``: the driver: connects to (or starts) Ray, hands out the parts, puts every bucket back in
   input order, writes ``-output`` and ``-stats_file`` and the closing report, and shows the progress bar;
-* ``cluster``: starting or joining Ray, quietly; ``progress``: sentences done across the workers;
+* ``cluster``: starting or joining Ray, quietly: ``local`` a Ray of this run's own, on loopback, its files in a
+  temporary directory, ``capacity`` the workers this machine holds, ``join`` a cluster within a bounded wait;
+  ``progress``: sentences done across the workers;
 * ``sweep``: the r x b sweep's decodes (one per beam size and beam kind) spread over actors.
 
 Faults: actors restart (``max_restarts``) and Ray re-runs the method call that was under way

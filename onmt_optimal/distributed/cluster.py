@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from onmt_optimal.distributed import capacity, local
+from onmt_optimal.distributed import capacity, join, local
 from onmt_optimal.options import RAY_INSTALL, OptionError
 
 
@@ -20,12 +20,16 @@ class WorkerError(RuntimeError):
     """A worker failed for good (its error, or its death beyond Ray's retries); the message is one line."""
 
 
+def first_line(text: str, err: BaseException) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
+
+
 def worker_error(err: BaseException) -> WorkerError:
     """A Ray error as one line: the worker's own exception where there is one, else Ray's first line."""
     cause = getattr(err, "cause", None)
     text = f"{type(cause).__name__}: {cause}" if isinstance(cause, BaseException) else str(err)
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return WorkerError(f"a Ray worker failed: {lines[0] if lines else type(err).__name__}")
+    return WorkerError(f"a Ray worker failed: {first_line(text, err)}")
 
 
 def import_ray():
@@ -48,15 +52,11 @@ class Cluster:
                  model_bytes: int = 0, timeout: float | None = None):
         self.address, self.workers, self.gpus, self.cpus = address, workers, gpus_per_worker, cpus_per_worker
         self.model_bytes = model_bytes
-        from onmt_optimal.distributed.join import DEFAULT_TIMEOUT
-
-        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        self.timeout = join.DEFAULT_TIMEOUT if timeout is None else timeout
         self._owned = False
         self._temp_dir = None
 
     def __enter__(self):
-        from onmt_optimal.distributed import join
-
         ready = "ray" in sys.modules and sys.modules["ray"].is_initialized()
         if not self.address and not ready:  # before Ray is even imported
             capacity.check_local(self.workers, self.gpus, self.model_bytes)
@@ -69,7 +69,12 @@ class Cluster:
             if self.address:
                 join.join(ray, self.address, self.timeout, include_dashboard=False, **local.quiet_logging())
             else:
-                self._temp_dir = local.start(ray, self.workers * self.cpus, **local.quiet_logging())
+                try:
+                    self._temp_dir = local.start(ray, self.workers * self.cpus, **local.quiet_logging())
+                except OptionError:
+                    raise
+                except Exception as err:  # Ray's own failure to start (its processes are gone: local.start)
+                    raise WorkerError(f"could not start a local Ray: {first_line(str(err), err)}") from err
             self._owned = True
         try:
             self._check_resources(ray)
