@@ -72,11 +72,17 @@ def ratio(argv: list[str]) -> None:
     parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
-    from onmt_optimal.length_ratio import estimate_with_model
+    from onmt_optimal import failures
 
-    session = _session(args.translate_args)
-    un = args.unescape_moses
-    print(estimate_with_model(session, _read(args.src, un), [_read(r, un) for r in args.refs]))
+    failures.run(f"{PROG} ratio", lambda: _ratio(args))
+
+
+def _ratio(args) -> None:
+    """The files read (and checked: UTF-8, one reference a source line) before the model loads."""
+    from onmt_optimal.length_ratio import estimate_with_model, read_corpus
+
+    src, refs = read_corpus(args.src, args.refs, args.unescape_moses)
+    print(estimate_with_model(_session(args.translate_args), src, refs))
 
 
 def sweep(argv: list[str]) -> None:

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from onmt_optimal.failures import Fault
+
+
+class RatioError(Fault, ValueError):
+    """Files from which no ratio can be estimated; the message is one line."""
+
 
 @dataclass
 class RatioEstimate:
@@ -31,7 +37,7 @@ def estimate(src_lengths: list[int], ref_lengths: list[list[int]]) -> RatioEstim
             refs = [stream[i] for stream in ref_lengths]
             pairs.append((src, sum(refs) / len(refs)))
     if not pairs:
-        raise ValueError("no sentence with a non-empty source")
+        raise RatioError("no sentence with a non-empty source")
     corpus = sum(r for _, r in pairs) / sum(s for s, _ in pairs)
     sentence = sum(r / s for s, r in pairs) / len(pairs)
     return RatioEstimate(corpus, sentence, len(pairs))
@@ -41,3 +47,36 @@ def estimate_with_model(session, src_lines: list[str], ref_streams: list[list[st
     """Estimate rho with the lengths ``session`` (a ``Session``) gives after the model's transforms."""
     return estimate(session.model_lengths(src_lines, "src"),
                     [session.model_lengths(stream, "tgt") for stream in ref_streams])
+
+
+def read_lines(flag: str, path: str, unescape: bool = False) -> list[str]:
+    """The lines of ``path`` (UTF-8); with ``unescape``, cleaned as the shipped models' training data was
+    (``text.normalize``). A file that cannot be read, or is not UTF-8, is a ``RatioError`` naming ``flag``."""
+    from pathlib import Path
+
+    from onmt_optimal import source
+
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise RatioError(f"{flag} {path}: cannot read it ({err.strerror or type(err).__name__})") from None
+    except UnicodeDecodeError as err:
+        found = source.first_bad_line(path)
+        where = f"line {found[0]} (byte offset {found[1]})" if found else f"byte offset {err.start}"
+        raise RatioError(f"{flag} {path}: {where} is not UTF-8 ({err.reason}); convert the file to UTF-8") from None
+    if not unescape:
+        return lines
+    from onmt_optimal.text import normalize
+
+    return [normalize(line, unescape=True) for line in lines]
+
+
+def read_corpus(src: str, refs: list[str], unescape: bool = False) -> tuple[list[str], list[list[str]]]:
+    """``--src`` and ``--refs`` read (``read_lines``), each reference file with one line per source line."""
+    src_lines = read_lines("--src", src, unescape)
+    streams = [read_lines("--refs", path, unescape) for path in refs]
+    for path, stream in zip(refs, streams):
+        if len(stream) != len(src_lines):
+            raise RatioError(f"--refs {path} has {len(stream)} lines, --src {src} has {len(src_lines)}: "
+                             f"one reference a source line")
+    return src_lines, streams

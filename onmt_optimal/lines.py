@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from onmt_optimal import atomic
 from onmt_optimal.options import SearchConfig
 from onmt_optimal.search.beam import AUTO
 
@@ -74,11 +75,24 @@ class RuleDecoding:
         return with_texts(ordered(translator._rule_results), self.vocabs["tgt"].ids_to_tokens, self.detokenize)
 
 
-def write_stats(path: str, stats: dict) -> None:
-    """The statistics file: one JSON record per line, in input order, ``line`` numbered from 1."""
-    with open(path, "w", encoding="utf-8") as out:
-        for k in sorted(stats, key=order):
-            out.write(json.dumps(dict(line=k[1] + 1, **stats[k])) + "\n")
+def write_stats(path: str, stats: dict, outputs=None) -> None:
+    """The statistics file: one JSON record per line, in input order, ``line`` numbered from 1.
+
+    Written through ``outputs`` (an ``atomic.Outputs``: the caller commits it with the run's other files), or, if
+    None, on its own: whole or not at all. A failed write raises ``atomic.OutputError``."""
+    own = outputs is None
+    if own:
+        outputs = atomic.Outputs()
+    try:
+        with atomic.TextFile(outputs, "-stats_file", path, newline=None) as out:
+            for k in sorted(stats, key=order):
+                out.write(json.dumps(dict(line=k[1] + 1, **stats[k])) + "\n")
+        if own:
+            outputs.commit()
+    except BaseException:
+        if own:
+            outputs.abort()
+        raise
 
 
 def empty_target(scoring):

@@ -13,6 +13,7 @@ import os
 import sys
 from dataclasses import dataclass
 
+from onmt_optimal.failures import Fault
 from onmt_optimal.search import registry
 from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.registry import STOPPING_RULES
@@ -20,8 +21,10 @@ from onmt_optimal.search.scoring import BOUNDS, ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
 
 
-class OptionError(ValueError):
+class OptionError(Fault, ValueError):
     """A flag value or combination that cannot be honoured; the message is one line, fit for the user."""
+
+    status = 2  # as argparse's own errors
 
 
 @dataclass
@@ -110,6 +113,86 @@ def _check_writable(flag: str, path: str | None) -> None:
         raise OptionError(f"{flag} {path}: directory {parent} is not writable")
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file that a run would write as a whole (a regular file, existing or
+    not: streams such as /dev/null or a FIFO are written in place, and may well be shared): the same path once
+    symbolic links are resolved, or the same inode (a hard link)."""
+    from onmt_optimal.atomic import STDOUT, streamed
+
+    if STDOUT in (a, b) or streamed(a) or streamed(b):
+        return False
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_distinct(opt) -> None:
+    """-output, -stats_file and -src name three different files: one written over the other loses data (stock
+    OpenNMT-py wrote the statistics over the translations, eole the translations over the statistics, and an
+    -output equal to -src emptied the source before it was read)."""
+    src, output, stats = (getattr(opt, name, None) for name in ("src", "output", "stats_file"))
+    if stats and output and _same_file(stats, output):
+        raise OptionError(f"-stats_file {stats} and -output {output} are the same file: one would overwrite the "
+                          f"other; name two different files")
+    for flag, path in (("-output", output), ("-stats_file", stats)):
+        if path and src and isinstance(src, str) and _same_file(path, src):
+            raise OptionError(f"{flag} {path} is the -src file: writing it would destroy the input; name "
+                              f"another file")
+
+
+def _check_device(opt) -> None:
+    """``-gpu N`` needs CUDA device N here (with -ray_workers the workers, not this process, need it)."""
+    gpu = getattr(opt, "gpu", -1)
+    if gpu is None or gpu < 0 or getattr(opt, "ray_workers", 0):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        build = "built without CUDA" if torch.version.cuda is None else "sees no CUDA device"
+        raise OptionError(f"-gpu {gpu}: this machine's torch {torch.__version__} {build}; drop -gpu to decode "
+                          f"on the CPU")
+    count = torch.cuda.device_count()
+    if gpu >= count:
+        raise OptionError(f"-gpu {gpu}: there {'is' if count == 1 else 'are'} {count} CUDA device"
+                          f"{'' if count == 1 else 's'} here (numbered from 0)")
+
+
+def validate_sizes(opt, max_length_zero: bool = False) -> None:
+    """The search's sizes, which both toolkits take unchecked and then fail on with a traceback: -beam_size and
+    -n_best >= 1, -max_length >= 1 (``max_length_zero``: a toolkit whose stock search answers -max_length 0 with
+    empty lines, eole, keeps that where no new option asks for our search)."""
+    for flag in ("beam_size", "n_best"):
+        value = getattr(opt, flag, 1)
+        if value is not None and value < 1:
+            raise OptionError(f"-{flag} must be at least 1 (got {value})")
+    max_length = getattr(opt, "max_length", 1)
+    if max_length is not None and max_length < (0 if max_length_zero else 1):
+        raise OptionError(f"-max_length must be at least 1 (got {max_length})")
+
+
+def option_warnings(opt) -> list[str]:
+    """One line per option value that is legal but very likely not what the user meant.
+
+    ``-length_ratio RHO`` sets ``l = RHO * |x|``, which bounds the reward (and BP-norm's brevity penalty) only if
+    outputs can reach it. No output is longer than -max_length, and every non-empty source has ``|x| >= 1``: so
+    with ``RHO >= max_length`` no line's ``l`` is ever reached, the bound never binds and the reward is He et al.'s
+    unbounded one. (Whether ``RHO * |x|`` exceeds -max_length on some lines depends on the source; those lines are
+    capped by -max_length, which the statistics' ``target_length`` shows.)"""
+    out = []
+    ratio = getattr(opt, "length_ratio", None)
+    max_length = getattr(opt, "max_length", None)
+    uses_ratio = (getattr(opt, "length_reward", 0.0) or 0) > 0 or getattr(opt, "bp_norm", False) \
+        or getattr(opt, "bound", "exact") == "predicted"
+    if ratio is not None and max_length and uses_ratio and ratio >= max_length:
+        out.append(f"-length_ratio {ratio:g} makes l = {ratio:g} * |x| at least -max_length {max_length} on every "
+                   f"line, so no output ever reaches it and the length bound never applies (an estimate from "
+                   f"'python -m onmt_optimal ratio' is typically near 1)")
+    return out
+
+
 def _check_readable(flag: str, path: str | None) -> None:
     if not path or path in (os.devnull, "-"):
         return
@@ -128,6 +211,8 @@ def validate(opt) -> None:
     _check_readable("-src", getattr(opt, "src", None))
     _check_writable("-stats_file", getattr(opt, "stats_file", None))
     _check_writable("-output", getattr(opt, "output", None))
+    _check_distinct(opt)
+    _check_device(opt)
     validate_workers(opt)
     stopping = getattr(opt, "stopping", "default")
     reward = getattr(opt, "length_reward", 0.0)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from onmt_optimal.opennmt import patch
 from onmt_optimal.lines import RuleDecoding
+from onmt_optimal.opennmt import patch
+from onmt_optimal.options import OptionError
 
 
 class Session(RuleDecoding):
@@ -24,6 +25,7 @@ class Session(RuleDecoding):
 
         parser = ArgumentParser(description="onmt-optimal session")
         translate_opts(parser)
+        parser.error = _refuse  # a bad flag is an OptionError (one line), not a usage text and an exit
         args = list(translate_args)
         if "-src" not in args and "--src" not in args:
             args += ["-src", os.devnull]
@@ -69,3 +71,7 @@ class Session(RuleDecoding):
             example = self.pipe.apply(example, is_train=False)
             lengths.append(len(example[side]) if example is not None else 0)
         return lengths
+
+
+def _refuse(message: str) -> None:
+    raise OptionError(" ".join(str(message).split()))

@@ -1,8 +1,10 @@
 """``onmt_translate -ray_workers N``: the driver.
 
 ``run(opt)`` takes options already parsed and validated as ``onmt_translate`` does them (``patch.apply_cli``
-calls it) and writes what one process writes: ``-output`` line for line, ``-stats_file`` (at the end, in
-input order, as ``CertifiedTranslator`` writes it) and the closing ``PRED`` lines on OpenNMT-py's logger.
+calls it) and writes what one process writes: ``-output`` line for line, ``-stats_file`` (in input order, as
+``CertifiedTranslator`` writes it) and the closing ``PRED`` lines on OpenNMT-py's logger. Both files are written
+through one ``atomic.Outputs``, as in one process: to temporary files beside them, renamed into place together
+once the run has succeeded; a failure, an interrupt or a lost driver leaves every earlier file as it was.
 
 Order and faults: the driver keeps at most ``WINDOW`` buckets in flight, each cut into N parts (N workers); the
 actors (``worker.TranslateWorker``) take parts as they fall idle (``ray.util.ActorPool``). A bucket is
@@ -16,10 +18,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 import uuid
 
+from onmt_optimal import atomic
 from onmt_optimal.distributed import plan
 from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
@@ -68,9 +70,11 @@ def run(opt, prepare=None, progress=None) -> dict:
     bar = _bar(opt, total)
     sums = {"score": 0.0, "sentences": 0, "log_prob": 0.0, "tokens": 0, "rule_score": 0.0, "decoded": 0}
     redone = 0
-    stats_tmp = tempfile.TemporaryFile("w+", encoding="utf-8") if search.stats_file else None
-    out = None
+    outputs = atomic.Outputs()
+    stats_tmp = out = None
     try:
+        if search.stats_file:  # as CertifiedTranslator writes it (lines.write_stats)
+            stats_tmp = atomic.TextFile(outputs, "-stats_file", search.stats_file, newline=None)
         if total > 0:
             workers = opt.ray_workers
             gpus = gpus_per_worker(opt)
@@ -79,22 +83,22 @@ def run(opt, prepare=None, progress=None) -> dict:
                          timeout=getattr(opt, "ray_timeout", None)) as ray:
                 report = _report_to(progress, bar)
                 try:
-                    out, redone = _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report)
+                    out, redone = _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report,
+                                             outputs)
                 except ray.exceptions.RayError as err:
                     raise worker_error(err) from err
         if out is None:
-            out = _open_output(opt.output)  # an input with no line leaves an empty output, as in one process
+            out = _open_output(opt.output, outputs)  # an input with no line: an empty output, as in one process
+        for f in (out, stats_tmp):
+            if f is not None:
+                f.close()
+        outputs.commit()
+    except BaseException:
+        outputs.abort()
+        raise
     finally:
         if bar is not None:
             bar.close()
-        if out is not None:
-            out.close()
-    if stats_tmp is not None:
-        stats_tmp.seek(0)
-        with open(search.stats_file, "w", encoding="utf-8") as f:
-            for chunk in iter(lambda: stats_tmp.read(1 << 20), ""):
-                f.write(chunk)
-        stats_tmp.close()
     for line in _report_lines(search, label, sums):
         logger.info(line)
     if getattr(opt, "report_time", False):
@@ -102,7 +106,7 @@ def run(opt, prepare=None, progress=None) -> dict:
     return {"sentences": sums["sentences"], "redone": redone}
 
 
-def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report):
+def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report, outputs):
     from ray.util import ActorPool
 
     from onmt_optimal.distributed.progress import Progress
@@ -141,7 +145,7 @@ def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report)
             while next_write in pending and len(pending[next_write][1]) == workers:
                 bucket, results = pending.pop(next_write)
                 if out is None:
-                    out = _open_output(opt.output)
+                    out = _open_output(opt.output, outputs)
                 _write(bucket, results, out, stats_tmp, sums)
                 next_write += 1
                 if report is not None:
@@ -161,8 +165,7 @@ def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report)
         redone = (starts - (next_write * workers)) if starts is not None else 0
         return out, redone
     except BaseException:
-        if out is not None:
-            out.close()
+        outputs.abort()
         raise
     finally:
         for actor in actors:
@@ -190,9 +193,10 @@ def _write(bucket, results, out, stats_tmp, sums) -> None:
     sums["sentences"] += bucket.lines
 
 
-def _open_output(path):
-    """``-output`` as OpenNMT-py opens it (``codecs.open(path, "w+", "utf-8")``: no newline translation)."""
-    return open(path, "w", encoding="utf-8", newline="")
+def _open_output(path, outputs):
+    """``-output`` through ``outputs`` (``atomic``), written as OpenNMT-py writes it (``codecs.open(path, "w+",
+    "utf-8")``: UTF-8, no newline translation)."""
+    return atomic.TextFile(outputs, "-output", path, newline="")
 
 
 def _search(opt):

@@ -15,11 +15,12 @@ from __future__ import annotations
 import sys
 from functools import lru_cache
 
-from onmt_optimal.options import OptionError, SearchConfig, n_best_warning, scoring_rule, validate as _validate
+from onmt_optimal.options import (OptionError, SearchConfig, n_best_warning, option_warnings, scoring_rule,
+                                  validate as _validate, validate_sizes)
 from onmt_optimal.search.registry import STOPPING_RULES
 from onmt_optimal.search.scoring import BOUNDS
 
-__all__ = ["FIELDS", "OptionError", "SearchConfig", "config_class", "search_config", "validate"]
+__all__ = ["FIELDS", "OptionError", "SearchConfig", "config_class", "option_warnings", "search_config", "validate"]
 
 PROG = "eole predict"
 
@@ -84,7 +85,11 @@ def ours(config) -> bool:
 
 
 def validate(config) -> None:
-    """``OptionError`` for any value or combination the search cannot honour (see the module docstring)."""
+    """``OptionError`` for any value or combination the search cannot honour (see the module docstring), and
+    for sizes eole fails on with a traceback (``validate_sizes``; stock eole answers -max_length 0 with empty
+    lines, which stays so where none of our options is given)."""
+    validate_sizes(config, max_length_zero=not ours(config))
+    _check_model_paths(config)
     _validate(config)
     sampling = getattr(config, "top_k", 0) != 0 or getattr(config, "top_p", 0.0) != 0
     if sampling and (getattr(config, "stopping", "default") != "default" or getattr(config, "length_reward", 0.0) > 0
@@ -93,6 +98,23 @@ def validate(config) -> None:
                           "(-top_k/-top_p)")
     if ours(config) and getattr(config, "self_speculative_decoding", False):
         raise OptionError("onmt-optimal's options decode with beam search: drop -self_speculative_decoding")
+
+
+def _check_model_paths(config) -> None:
+    """Each ``model_path`` is an eole model directory (``config.json`` in it) or a Hugging Face model ID (eole's
+    ``is_hf_model_id``: relative, with a slash, not on this disk): eole says so only after a ValueError traceback."""
+    import os
+
+    paths = getattr(config, "model_path", None)
+    for path in ([paths] if isinstance(paths, str) else paths or []):
+        from eole.models.hf_resolver import is_hf_model_id
+
+        if is_hf_model_id(path):
+            continue
+        if not os.path.exists(path):
+            raise OptionError(f"-model_path {path}: no such directory")
+        if not os.path.isfile(os.path.join(path, "config.json")):
+            raise OptionError(f"-model_path {path} is not an eole model directory (it has no config.json)")
 
 
 def search_config(config, global_scorer) -> SearchConfig:

@@ -6,7 +6,12 @@
   ``CertifiedTranslator`` for eole's ``Translator`` and ``CertifiedGeneratorLM`` for its ``GeneratorLM``
   (``translator``); those decode as stock eole unless a new option asks for the new search;
 * ``eole.inputters.dynamic_iterator.transform_bucket`` keeps empty source lines in place while a translator
-  decodes with the new options (``empty_lines``; otherwise it is stock's).
+  decodes with the new options (``empty_lines``; otherwise it is stock's);
+* ``InferenceEngine.infer_file`` writes ``output`` and ``stats_file`` whole or not at all (``atomic``): eole's own
+  ``_write_predictions_to_file`` writes the output to a temporary file (its bytes are eole's), the predictor the
+  statistics to another, and both are renamed into place once the run has ended; stock eole wrote the statistics
+  first and the output over them when the two were one file, and emptied an earlier output on a full disk;
+* ``eole.inputters.text_corpus.ParallelCorpus.load`` says which line of ``src`` is not UTF-8 (``source``).
 
 ``apply_cli()``, when ``eole.bin.run.predict`` has been imported (the ``eole predict`` command):
 
@@ -15,8 +20,10 @@
   configs take the keys;
 * ``Predict.build_config`` also validates them (and that ``src`` is readable and ``output``/``stats_file``
   writable), before the model loads;
-* ``Predict.run`` ends an ``OptionError`` (or a pydantic error about one of our fields) with one
-  ``eole predict: error: ...`` line and exit status 2, not a traceback.
+* ``Predict.run`` ends every fault with one ``eole predict: error: ...`` line, not a traceback
+  (``failures.run``): an ``OptionError`` or any pydantic error about the options (an unknown key, a value of the
+  wrong type) or the YAML config (missing, not YAML) with exit status 2; a failed write, a file that is not UTF-8,
+  Ctrl-C (130) and SIGTERM (143) as in ``onmt_translate``.
 
 The translator is imported when first called, not by ``apply``: ``apply`` runs when ``eole`` finishes importing,
 which may be in the middle of importing one of our modules (whichever imports eole first). So no module of the
@@ -26,6 +33,8 @@ from __future__ import annotations
 
 import functools
 import sys
+
+PROG = "eole predict"
 
 _applied = False
 
@@ -50,8 +59,61 @@ def apply() -> None:
     eole.predict.get_infer_class = get_infer_class
 
     import eole.inputters.dynamic_iterator
+    import eole.inputters.text_corpus
+
+    from onmt_optimal import source
 
     eole.inputters.dynamic_iterator.transform_bucket = _transform_bucket_keeping_empty
+    corpus = eole.inputters.text_corpus.ParallelCorpus
+    corpus.load = source.checked(corpus.load)
+
+    import eole.inference_engine
+
+    engine = eole.inference_engine.InferenceEngine
+    engine.infer_file = _whole_outputs(engine.infer_file)
+    engine._write_predictions_to_file = _written_through_outputs(engine._write_predictions_to_file)
+
+
+def _whole_outputs(infer_file):
+    """``InferenceEngine.infer_file`` as one ``atomic.Outputs``: what it writes (``output`` by the engine,
+    ``stats_file`` by the predictor) is renamed into place when it returns, removed when it raises."""
+
+    @functools.wraps(infer_file)
+    def whole(self, *args, **kwargs):
+        from onmt_optimal import atomic
+
+        predictor = getattr(self, "predictor", None)
+        with atomic.Outputs() as outputs:
+            self._onmt_optimal_outputs = outputs
+            if predictor is not None:
+                predictor._onmt_optimal_outputs = outputs
+            try:
+                result = infer_file(self, *args, **kwargs)
+                outputs.commit()
+            finally:
+                self._onmt_optimal_outputs = None
+                if predictor is not None:
+                    predictor._onmt_optimal_outputs = None
+        return result
+
+    return whole
+
+
+def _written_through_outputs(write):
+    """eole's ``_write_predictions_to_file`` writing to the path ``infer_file``'s ``atomic.Outputs`` gives for
+    ``output_path`` (a temporary file, or the path itself for a stream); a failed write is an ``OutputError``."""
+
+    @functools.wraps(write)
+    def written(self, scores, estims, preds, output_path):
+        outputs = getattr(self, "_onmt_optimal_outputs", None)
+        if outputs is None:
+            return write(self, scores, estims, preds, output_path)
+        try:
+            return write(self, scores, estims, preds, outputs.path("-output", output_path))
+        except OSError as err:
+            raise outputs.error("-output", err) from None
+
+    return written
 
 
 def _transform_bucket_keeping_empty(*args, **kwargs):
@@ -75,29 +137,55 @@ def apply_cli() -> None:
     stock_run = Predict.run.__func__
 
     def build_config(cls, args):
-        config = stock_build(cls, args)
+        config = _built(stock_build, cls, args)
         options.validate(config)
+        for warning in options.option_warnings(config):
+            sys.stderr.write(f"{PROG}: warning: {warning}\n")
         return config
 
     def run(cls, args):
-        from pydantic import ValidationError
+        from onmt_optimal import failures
 
-        try:
-            return stock_run(cls, args)
-        except options.OptionError as err:
-            _fail(str(err))
-        except ValidationError as err:
-            ours = [e for e in err.errors() if e.get("loc") and e["loc"][0] in options.FIELDS]
-            if not ours:
-                raise
-            e = ours[0]
-            _fail(f"-{e['loc'][0]}: {e['msg']} (got {e.get('input')!r})")
+        return failures.run(PROG, lambda: stock_run(cls, args))
 
     Predict.build_config = classmethod(build_config)
     Predict.run = classmethod(run)
     Predict._onmt_optimal = True
 
 
-def _fail(message: str) -> None:
-    sys.stderr.write(f"eole predict: error: {message}\n")
-    raise SystemExit(2)
+def _built(stock_build, cls, args):
+    """eole's ``build_config``, with what it raises about the config file (missing, not YAML) and the options
+    (pydantic's ``ValidationError``: an unknown key, a value of the wrong type) as one-line ``OptionError``s."""
+    import yaml
+    from pydantic import ValidationError
+
+    from onmt_optimal.eole import options
+
+    path = getattr(args, "config", None)
+    try:
+        return stock_build(cls, args)
+    except OSError as err:
+        if path is None or err.filename != path:
+            raise
+        raise options.OptionError(f"-config {path}: cannot read it ({err.strerror or type(err).__name__})") from None
+    except yaml.YAMLError as err:
+        mark, problem = getattr(err, "problem_mark", None), getattr(err, "problem", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1}: {problem})" if mark is not None and problem else ""
+        raise options.OptionError(f"-config {path}: not valid YAML{where}") from None
+    except ValidationError as err:
+        raise options.OptionError(invalid(err, options.FIELDS)) from None
+
+
+def invalid(err, ours) -> str:
+    """One line for a pydantic ``ValidationError`` about the options (``ours``: our fields' names)."""
+    errors = err.errors()
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    if not errors:
+        return str(err).splitlines()[0]
+    e = errors[0]
+    loc = e.get("loc") or ()
+    key = ".".join(str(part) for part in loc) or "config"
+    if e.get("type") == "extra_forbidden":
+        return f"unknown option {key!r} (from -config or the command line; {PROG} -h lists the options){more}"
+    whose = " (onmt-optimal)" if loc and loc[0] in ours else ""
+    return f"-{key}{whose}: {e['msg']} (got {e.get('input')!r}){more}"

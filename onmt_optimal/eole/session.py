@@ -12,6 +12,7 @@ from pathlib import Path
 
 from onmt_optimal.eole import patch
 from onmt_optimal.lines import RuleDecoding
+from onmt_optimal.options import OptionError
 
 
 class EoleSession(RuleDecoding):
@@ -24,6 +25,7 @@ class EoleSession(RuleDecoding):
 
         parser = ArgumentParser(prog="eole predict")
         Predict.add_args(parser)
+        parser.error = _refuse  # a bad flag is an OptionError (one line), not a usage text and an exit
         args = list(predict_args)
         if not any(a in args for a in ("-src", "--src")) and not _config_has(args, "src"):
             args += ["-src", os.devnull]
@@ -78,3 +80,7 @@ def is_eole(args: list[str]) -> bool:
         return _config_has(args, "model_path")
     except OSError:
         return False
+
+
+def _refuse(message: str) -> None:
+    raise OptionError(" ".join(str(message).split()))

@@ -2,11 +2,14 @@
 
 Model loading, devices, batching, transforms, the decode loop and output writing stay eole's. ``Certified``
 (mixed into both) only (a) builds the certified beam search instead of eole's when a new option asks for it,
-(b) gathers the per-line statistics and writes them in input order (``stats_file``), (c) under the new options
+(b) gathers the per-line statistics and writes them in input order (``stats_file``, renamed into place with the
+output by ``patch``'s ``infer_file``: ``atomic``), (c) under the new options
 answers an empty source line with an empty line (stop reason ``empty_source``; stock eole decodes it as a
 sentence of no words), and (d) under them reports the mean log-probability per token and the rule's mean score
 instead of stock's ``PRED SCORE``/``PRED PPL`` (which would take a reward-augmented score for a
-log-probability). With none of the new options every method defers to eole's: the output is stock's.
+log-probability), and (e) under them pads each n-best list to ``n_best`` answers when ``n_best`` exceeds the beam
+(``report_results``; eole 0.6.4 keeps at most ``beam_size`` answers a line and then fails with an IndexError). With
+none of the new options every method defers to eole's: the output is stock's.
 
 Decoder-only models: stock eole decodes a batch of prompts of different lengths by feeding the shortest length
 to the model and forcing the longer prompts' remaining tokens as a target prefix, so their "continuation" begins
@@ -85,8 +88,17 @@ class Certified:
         finally:
             empty_lines.active = False
         if not self.search.stock and self.search.stats_file:
-            lines.write_stats(self.search.stats_file, self._stats)
+            # with the run's output when the engine's infer_file runs (patch), else on its own
+            lines.write_stats(self.search.stats_file, self._stats, getattr(self, "_onmt_optimal_outputs", None))
         return result
+
+    def report_results(self, gold_score, gold_log_probs, batch, batch_size, decode_strategy, estim):
+        """eole's, which pairs each line's answers with ``estim`` (``beam_size`` values a line) and so keeps at
+        most ``beam_size`` of them; under the new options the search hands ``n_best`` answers a line (the last one
+        repeated where fewer completed), and ``estim`` (ones: the estimator is refused) gets as many."""
+        if not self.search.stock and estim and len(estim[0]) < self.n_best:
+            estim = [row + [row[-1] if row else 1.0] * (self.n_best - len(row)) for row in estim]
+        return super().report_results(gold_score, gold_log_probs, batch, batch_size, decode_strategy, estim)
 
     def _report_score(self, name, score_total, nb_sentences):
         """Stock's line without new options. With them, stock's ``PRED SCORE`` would be the mean of the search's

@@ -2,29 +2,39 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import re
+import warnings
+
+from onmt_optimal.failures import Fault
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(Fault, RuntimeError):
     """The model file is missing or is not an OpenNMT-py checkpoint."""
+
+
+@contextlib.contextmanager
+def quiet_load():
+    """``torch.load`` without its two-line warning about a pickle protocol that torch.save does not write (a file
+    that is no checkpoint: its one-line refusal says so)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*[Pp]ickle protocol", category=UserWarning)
+        yield
 
 
 def checkpoint_problem(path) -> str | None:
     """Why ``path`` is not an OpenNMT-py checkpoint (one clause, ours, never torch's advice to load it with
     ``weights_only=False``), or None when it has the shape of one: a dict whose ``model`` and ``vocab`` are
     dicts and whose ``opt`` is the training options (an ``argparse.Namespace``)."""
-    import re
-
     import torch
 
     try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+        with quiet_load():
+            ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except OSError as err:
         return f"it cannot be read ({err.strerror or type(err).__name__})"
     except Exception as err:
-        found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(err))
-        if found:
-            return f"it stores a {found.group(1)} object, which no OpenNMT-py checkpoint holds"
-        return "it is not a file written by torch.save"
+        return load_refusal(str(err))
     if not isinstance(ckpt, dict):
         return f"it holds a {type(ckpt).__name__}, not a dict with 'model', 'vocab' and 'opt'"
     missing = [key for key in ("model", "vocab", "opt") if key not in ckpt]
@@ -36,3 +46,17 @@ def checkpoint_problem(path) -> str | None:
     if not isinstance(ckpt["model"], dict) or not isinstance(ckpt["vocab"], dict):
         return "its 'model' and 'vocab' entries are not dicts"
     return None
+
+
+def load_refusal(message: str) -> str:
+    """Our clause for what ``torch.load(..., weights_only=True)`` said in refusing a file (``message``)."""
+    blocked = re.search(r"GLOBAL ([\w.]+) whose module ([\w.]+) is blocked", message)
+    if blocked:  # os.system, subprocess, builtins.eval...: the file would run that on load
+        return f"it asks to run code when loaded ({blocked.group(1)}); that was refused and nothing was run"
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", message) or re.search(r"GLOBAL ([\w.]+)", message)
+    if found:
+        return (f"it stores a {found.group(1)} object, which no OpenNMT-py checkpoint holds (loading it would run "
+                f"that code; it was refused)")
+    if "central directory" in message or "failed reading zip archive" in message:
+        return "it is truncated or damaged (its zip archive is incomplete)"
+    return "it is not a file written by torch.save"

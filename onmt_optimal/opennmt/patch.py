@@ -11,17 +11,22 @@
   name up at call time);
 * ``onmt.inputters.dynamic_iterator.process`` keeps empty source lines at inference;
 * ``onmt.model_builder.load_test_model`` reports a file that is not an OpenNMT checkpoint in one line;
-* ``onmt.translate.translator.build_translator`` opens ``-output`` only when the translator first writes to it
-  (or when a translation ends with nothing written), never before the model has loaded: stock opens (and so
-  empties) it first, and a failed load or a missing ``-src`` lost the previous output.
+* ``onmt.translate.translator.build_translator`` hands the translator ``-output`` as an ``output.RunOutput``:
+  written to a temporary file and renamed into place with ``-stats_file`` once the translation has ended
+  (``atomic``); stock opens (and so empties) it before the model loads, so a failed load, a missing ``-src``, a
+  full disk or Ctrl-C lost the previous output;
+* ``onmt.inputters.text_corpus.ParallelCorpus.load`` says which line of ``-src`` is not UTF-8 (``source``).
 
 The translator and the empty-line reader are imported when first called, not by ``apply``: ``apply`` runs
 when ``onmt`` finishes importing, which may be in the middle of importing one of them (whichever module of
 ours imports OpenNMT-py first). So no module of the package imports this one back: no import cycle.
 
-``apply_cli()`` wraps ``onmt.bin.translate.main`` so those errors end the command with a one-line message and a
-non-zero exit status instead of a traceback, and ``onmt.bin.translate.translate`` so that ``-ray_workers N``
-runs on Ray (``onmt_optimal.distributed``; the workers run ``apply`` first, handed to them as a function).
+``apply_cli()`` wraps ``onmt.bin.translate.main`` so those errors, a failed write, Ctrl-C and SIGTERM end the
+command with a one-line message and a non-zero exit status instead of a traceback (``failures.run``), makes the
+command line's own errors (an unknown flag or YAML key, a value of the wrong type) one line instead of a 100-line
+usage text (``onmt.bin.translate._get_parser``), and wraps ``onmt.bin.translate.translate`` so that
+``-ray_workers N`` runs on Ray (``onmt_optimal.distributed``; the workers run ``apply`` first, handed to them as
+a function).
 """
 from __future__ import annotations
 
@@ -29,8 +34,10 @@ import argparse
 import functools
 import sys
 
-from onmt_optimal.opennmt.checkpoint import CheckpointError, checkpoint_problem
-from onmt_optimal.opennmt.output import DeferredOutput
+from onmt_optimal.opennmt.checkpoint import CheckpointError, checkpoint_problem, quiet_load
+from onmt_optimal.opennmt.output import RunOutput
+
+PROG = "onmt_translate"
 
 _applied = False
 
@@ -66,17 +73,27 @@ def apply() -> None:
 
     stock_validate = ArgumentParser.validate_translate_opts.__func__
 
+    from onmt_optimal import options as meaning
+
     def validate_translate_opts(cls, opt):
+        meaning.validate_sizes(opt)  # before stock's checks, which do not catch these
         stock_validate(cls, opt)
         options.validate(opt)
+        for warning in meaning.option_warnings(opt):
+            sys.stderr.write(f"{PROG}: warning: {warning}\n")
 
     ArgumentParser.validate_translate_opts = classmethod(validate_translate_opts)
 
     import onmt.translate.translator
 
     import onmt.inputters.dynamic_iterator
+    import onmt.inputters.text_corpus
+
+    from onmt_optimal import source
 
     onmt.inputters.dynamic_iterator.process = _process_keeping_empty
+    corpus = onmt.inputters.text_corpus.ParallelCorpus
+    corpus.load = source.checked(corpus.load)
 
     import onmt.model_builder
 
@@ -100,7 +117,7 @@ def _process_keeping_empty(*args, **kwargs):
 
 def _certified(build_translator):
     """``build_translator`` that builds a ``CertifiedTranslator`` (``onmt.translate.translator.Translator`` is
-    looked up at call time) and hands it ``-output`` as a ``DeferredOutput``."""
+    looked up at call time) and hands it ``-output`` as a ``RunOutput``."""
 
     @functools.wraps(build_translator)
     def build(opt, device_id=0, report_score=True, logger=None, out_file=None):
@@ -110,7 +127,7 @@ def _certified(build_translator):
 
         onmt.translate.translator.Translator = CertifiedTranslator
         if out_file is None:
-            out_file = DeferredOutput(opt.output)
+            out_file = RunOutput(opt.output)
         return build_translator(opt, device_id=device_id, report_score=report_score, logger=logger,
                                 out_file=out_file)
 
@@ -122,7 +139,8 @@ def _checked_loader(load_test_model):
     def load(opt, device_id=0, model_path=None):
         path = model_path if model_path is not None else opt.models[0]
         try:
-            return load_test_model(opt, device_id, model_path)
+            with quiet_load():
+                return load_test_model(opt, device_id, model_path)
         except FileNotFoundError as err:
             raise CheckpointError(f"model file not found: {path}") from err
         except IsADirectoryError as err:
@@ -137,7 +155,7 @@ def _checked_loader(load_test_model):
 
 
 def apply_cli() -> None:
-    """Make ``onmt_translate`` end bad input with one line on stderr and a non-zero status."""
+    """Make ``onmt_translate`` end every fault with one line on stderr and a non-zero status."""
     import onmt.bin.translate as cli
 
     if getattr(cli.main, "_onmt_optimal", False):
@@ -146,26 +164,41 @@ def apply_cli() -> None:
 
     @functools.wraps(stock_main)
     def main():
-        from onmt_optimal.options import OptionError
+        from onmt_optimal import failures
 
-        try:
-            return stock_main()
-        except OptionError as err:
-            sys.stderr.write(f"onmt_translate: error: {err}\n")
-            raise SystemExit(2)
-        except CheckpointError as err:
-            sys.stderr.write(f"onmt_translate: error: {err}\n")
-            raise SystemExit(1)
-        except Exception as err:
-            cluster = sys.modules.get("onmt_optimal.distributed.cluster")  # imported only by -ray_workers runs
-            if cluster is None or not isinstance(err, cluster.WorkerError):
-                raise
-            sys.stderr.write(f"onmt_translate: error: {err}\n")
-            raise SystemExit(1)
+        return failures.run(PROG, stock_main, _describe)
 
     main._onmt_optimal = True
     cli.main = main
     cli.translate = _dispatching(cli.translate)
+    cli._get_parser = _one_line_errors(cli._get_parser)
+
+
+def _describe(err: Exception) -> str | None:
+    """The line for a Ray worker's failure (``-ray_workers`` runs only import the cluster), else None."""
+    cluster = sys.modules.get("onmt_optimal.distributed.cluster")
+    if cluster is not None and isinstance(err, cluster.WorkerError):
+        return str(err)
+    return None
+
+
+def _one_line_errors(get_parser):
+    """``onmt.bin.translate._get_parser`` whose parser reports a bad flag, YAML key or value in one line: stock
+    configargparse prints the whole usage (over 100 lines) before the one that says what is wrong."""
+
+    @functools.wraps(get_parser)
+    def parser():
+        made = get_parser()
+
+        def error(message):
+            from onmt_optimal import failures
+
+            failures.fail(PROG, " ".join(str(message).split()) + f" ({PROG} -h lists the options)", 2)
+
+        made.error = error
+        return made
+
+    return parser
 
 
 def _dispatching(stock_translate):

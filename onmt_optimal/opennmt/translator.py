@@ -10,8 +10,9 @@ issue #2583), (e) gives attention to the beam in the batch-first layout it expec
 3.5.1's input-feeding RNN decoder (the default ``decoder_type: rnn``) returns it time-first, so every option
 that needs attention (``-replace_unk``, ``-attn_debug``, ``-coverage_penalty``) crashes stock decoding of RNN
 models with an IndexError, (f) answers an empty ``-src`` file with an empty output (stock: UnboundLocalError),
-(g) opens ``-output`` only once the translation has begun (``output.DeferredOutput``), (h) counts sentences
-translated for a progress bar (``progress``: a callable, or ``-progress`` for a tqdm bar on stderr) and (i)
+(g) writes ``-output`` and ``-stats_file`` whole or not at all (``output.RunOutput``, ``atomic``: renamed into
+place together once the translation has ended; a failure or an interrupt leaves earlier files as they were),
+(h) counts sentences translated for a progress bar (``progress``: a callable, or ``-progress`` for a tqdm bar on stderr) and (i)
 under the new flags reports the mean log-probability per token and the perplexity computed from it, and the
 active rule's mean score separately, instead of stock's ``PRED SCORE``/``PRED PPL`` (which would take a
 reward-augmented score for a log-probability). With none of the new flags, (a), (b) and (i) are skipped and the
@@ -30,7 +31,7 @@ from onmt_optimal import lineage, lines
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.options import SearchConfig
-from onmt_optimal.opennmt.output import DeferredOutput
+from onmt_optimal.opennmt.output import RunOutput
 
 
 class CertifiedTranslator(Translator):
@@ -109,25 +110,35 @@ class CertifiedTranslator(Translator):
         self._stats = {}
         self._rule_results = {}
         empty_lines.forget()  # before the first batch is read
+        out = self.out_file if isinstance(self.out_file, RunOutput) else None
+        try:
+            result = self._translate_all(infer_iter, transform, attn_debug, align_debug, phrase_table)
+            if out is not None:
+                out.open()  # an input with no line leaves an empty output, as in stock
+            search = getattr(self, "search", None)
+            if search is not None and search.stats_file:
+                lines.write_stats(search.stats_file, self._stats, out.outputs if out is not None else None)
+            if out is not None:
+                out.commit()  # -output and -stats_file, both complete, renamed into place
+        except BaseException:
+            if out is not None:
+                out.abort()  # a failure or an interrupt: every earlier file stays as it was
+            raise
+        return result
+
+    def _translate_all(self, infer_iter, transform, attn_debug, align_debug, phrase_table):
         batches = _Peeked(infer_iter)
         bar = self._progress_bar()
         try:
             if batches.empty:  # stock reads the last batch's keys after its loop: UnboundLocalError
                 if self.report_score:
                     self._log(self._report_score("PRED", 0.0, 0))
-                result = [], []
-            else:
-                result = super()._translate(batches.iterable, transform, attn_debug, align_debug, phrase_table)
+                return [], []
+            return super()._translate(batches.iterable, transform, attn_debug, align_debug, phrase_table)
         finally:
             if bar is not None:
                 self.progress = None
                 bar.close()
-        if isinstance(self.out_file, DeferredOutput):
-            self.out_file.open()  # an input with no line leaves an empty output, as in stock
-        search = getattr(self, "search", None)
-        if search is not None and search.stats_file:
-            lines.write_stats(search.stats_file, self._stats)
-        return result
 
     def _progress_bar(self):
         """With ``-progress``: a tqdm bar on stderr, sentences translated out of the lines of ``-src``."""
@@ -191,8 +202,15 @@ _NOTHING = object()
 
 
 def _count_lines(path) -> int | None:
+    """The lines of the regular file ``path``; None for anything else (a FIFO can be read only once: counting
+    would consume the input)."""
+    import os
+    import stat
+
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with open(path, "rb") as f:
             return sum(1 for _ in f)
-    except (OSError, TypeError):
+    except (OSError, TypeError, ValueError):
         return None
