@@ -175,7 +175,7 @@ def test_the_metadata(dists):
     # never torch or a toolkit outside an extra: OpenNMT-py's torch<2.3 pin would downgrade torch
     assert not [r for r in requires if r.split()[0].lower().startswith(("torch", "opennmt")) or
                 (r.lower().startswith("eole") and "extra ==" not in r)], requires
-    assert {"ray", "eole", "test", "plots"} <= set(meta.get_all("Provides-Extra"))
+    assert {"ray", "eole", "hf", "test", "plots"} <= set(meta.get_all("Provides-Extra"))
     assert any(r.startswith("build") and "extra == 'test'" in r for r in requires)
     with tarfile.open(dists["sdist"]) as sdist:
         pkg_info = metadata(sdist.extractfile(f"{NAME}-{VERSION}/PKG-INFO").read().decode())
