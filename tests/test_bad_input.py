@@ -184,3 +184,137 @@ def test_unescape_moses_undoes_the_escapes_of_the_tvsub_files():
     assert unescape_moses("it &apos;s a &quot;test&quot; &amp; more &lt;b&gt; &#124; x") == \
         "it 's a \"test\" & more <b> | x"
     assert unescape_moses("&amp;lt;") == "&lt;"  # one level, as the training data was cleaned
+
+
+# ------------------------------------------------------------------ files that would be lost, inputs that crashed
+def partials(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".partial"))
+
+
+@pytest.mark.parametrize("how", ["same path", "another spelling", "symbolic link", "hard link"])
+def test_stats_file_equal_to_output_is_refused_and_both_are_kept(translate, toy_model, src, tmp_path, how):
+    """Stock wrote the statistics over the translations (exit 0, no word)."""
+    out = tmp_path / "out.txt"
+    out.write_text("earlier translations\n")
+    stats = {"same path": out, "another spelling": tmp_path / "." / "out.txt",
+             "symbolic link": tmp_path / "link.txt", "hard link": tmp_path / "hard.txt"}[how]
+    if how == "symbolic link":
+        stats.symlink_to(out)
+    elif how == "hard link":
+        os.link(out, stats)
+    proc = translate("-model", toy_model, "-src", src, "-output", out, "-stats_file", stats, *OURS)
+    line = assert_one_error_line(proc, 2)
+    assert "-stats_file" in line and "same file" in line
+    assert "Loading checkpoint" not in proc.stderr
+    assert out.read_text() == "earlier translations\n"
+
+
+def test_output_equal_to_src_is_refused(translate, toy_model, src, tmp_path):
+    """Stock emptied the source before reading it (and wrote an empty translation)."""
+    copy = tmp_path / "src.txt"
+    copy.write_bytes(src.read_bytes())
+    proc = translate("-model", toy_model, "-src", copy, "-output", copy)
+    line = assert_one_error_line(proc, 2)
+    assert "-output" in line and "-src" in line
+    assert copy.read_bytes() == src.read_bytes()
+
+
+@pytest.mark.parametrize("content,line_number,offset", [(b"a b \xff c\n", 1, 4), (b"a b\nc d \xc3\n", 2, 8)])
+def test_a_source_that_is_not_utf8_is_one_line_saying_where(translate, toy_model, tmp_path, content, line_number,
+                                                            offset):
+    bad = tmp_path / "bad.src"
+    bad.write_bytes(content)
+    out = tmp_path / "out"
+    out.write_text("an earlier translation\n")
+    proc = translate("-model", toy_model, "-src", bad, "-output", out)
+    line = assert_one_error_line(proc, 1)
+    assert f"line {line_number} is not UTF-8" in line and f"byte offset {offset}" in line, line
+    assert out.read_text() == "an earlier translation\n" and partials(tmp_path) == []
+
+
+@pytest.mark.parametrize("args,mentions", [
+    (["-beam_size", "0"], "-beam_size must be at least 1"),
+    (["-beam_size", "-1"], "-beam_size must be at least 1"),
+    (["-n_best", "0"], "-n_best must be at least 1"),
+    (["-n_best", "0", *OURS], "-n_best must be at least 1"),
+    (["-max_length", "0"], "-max_length must be at least 1"),
+    (["-model"], "-model"),  # an empty model list
+], ids=lambda a: " ".join(a) if isinstance(a, list) else "")
+def test_sizes_that_crashed_are_one_line(translate, toy_model, src, tmp_path, args, mentions):
+    out = tmp_path / "out"
+    out.write_text("keep\n")
+    model = [] if args == ["-model"] else ["-model", toy_model]
+    proc = translate(*model, "-src", src, "-output", out, *args)
+    line = assert_one_error_line(proc, 2)
+    assert mentions in line
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr  # refused before the model loads, with no usage text
+    assert out.read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("yaml_line,mentions", [("frobnicate: 3", "frobnicate"), ("beam_size: three", "three")])
+def test_a_bad_yaml_key_or_value_is_one_line_not_the_usage(translate, toy_model, src, tmp_path, yaml_line, mentions):
+    config = tmp_path / "c.yaml"
+    config.write_text(f"model: {toy_model}\nsrc: {src}\noutput: {tmp_path / 'out'}\n{yaml_line}\n")
+    proc = translate("-config", config)
+    line = assert_one_error_line(proc, 2)
+    assert mentions in line
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr  # stock printed the 107-line usage first
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_gpu_without_cuda_is_one_line(translate, toy_model, src, tmp_path):
+    proc = translate("-model", toy_model, "-src", src, "-output", tmp_path / "out", "-gpu", "0")
+    line = assert_one_error_line(proc, 2)
+    assert "-gpu 0" in line and "drop -gpu" in line
+
+
+def test_a_length_ratio_beyond_max_length_warns_once(translate, toy_model, src, tmp_path):
+    proc = translate("-model", toy_model, "-src", src, "-output", tmp_path / "out", "-length_reward", "1",
+                     "-length_ratio", "1e9", "-max_length", "20", *OURS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warnings = [line for line in proc.stderr.splitlines() if "warning" in line.lower()]
+    assert len(warnings) == 1 and "-length_ratio 1e+09" in warnings[0] and "-max_length 20" in warnings[0]
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+@pytest.mark.parametrize("kind", ["truncated", "runs code"])
+def test_a_damaged_or_hostile_checkpoint_is_named_as_such(translate, toy_model, src, tmp_path, kind):
+    bad = tmp_path / "bad.pt"
+    if kind == "truncated":
+        bad.write_bytes(Path(toy_model).read_bytes()[:100_000])
+    else:
+        torch.save({"model": _Evil()}, bad)
+    out = tmp_path / "out"
+    out.write_text("an earlier translation\n")
+    proc = translate("-model", bad, "-src", src, "-output", out)
+    line = assert_one_error_line(proc, 1)
+    expected = "truncated or damaged" if kind == "truncated" else "asks to run code when loaded (posix.system)"
+    assert expected in line, line
+    assert "pwned" not in proc.stdout and "UserWarning" not in proc.stderr
+    assert out.read_text() == "an earlier translation\n"
+
+
+def test_output_dash_is_standard_output_once_the_run_succeeded(translate, toy_model, src, tmp_path):
+    proc = translate("-model", toy_model, "-src", src, "-output", "-", "-stats_file", tmp_path / "s", *OURS)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 7 and lines[-1].startswith("Time w/o")  # the translations, then stock's closing print
+    assert not Path("-").exists()
+    assert len((tmp_path / "s").read_text().splitlines()) == 6
+
+
+@pytest.mark.slow
+def test_ratio_command_refuses_a_hostile_checkpoint_in_one_line(src, tmp_path):
+    bad = tmp_path / "bad.pt"
+    torch.save({"model": _Evil()}, bad)
+    proc = subprocess.run([sys.executable, "-m", "onmt_optimal", "ratio", "--src", str(src), "--refs",
+                           str(src.with_suffix(".tgt")), "--", "-model", str(bad)], env=ENV, capture_output=True,
+                          text=True)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "pwned" not in proc.stdout
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and errors[0].startswith("onmt-optimal ratio: error: ") and "posix.system" in errors[0]
