@@ -26,9 +26,9 @@ SEARCH = ("onmt/translate/beam_search.py", "onmt/translate/decode_strategy.py", 
 
 #: the prefix of a function's name whose ops, with the bookkeeping on a host, run there
 HOST = "host: "
-#: the search core's functions that run on the decode's device when the bookkeeping is on a host (``search.Beam``):
+#: the search core's functions that run on the decode's device when the bookkeeping is on a host (``search.transfer``):
 #: the pick and the packing of the step's facts; everything else of ``onmt_optimal/search/`` runs on the host
-DEVICE_SIDE = ("): pick", "): _pack")
+DEVICE_SIDE = ("): pick", "): pack")
 
 
 #: frames of Python's own making (3.11 runs a comprehension as a function of its own): they belong to the function
