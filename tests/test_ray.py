@@ -520,3 +520,16 @@ def test_an_address_that_never_answers_as_ray_is_one_line_within_the_timeout(cor
     assert took < 25, took
     assert not (tmp_path / "out").exists()
     assert not tree.survivors()
+
+
+@pytest.mark.slow
+def test_a_cluster_that_refuses_our_token_is_named_in_one_line(ray_cluster, toy_model, corpus, tmp_path):
+    """Ray guards a new cluster with a token (``RAY_AUTH_MODE=token``, set in this process by the module's
+    cluster); a process without token authentication is refused by it, which the line says."""
+    env = {k: v for k, v in _env().items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    tree = Tree(_cli("-model", toy_model, "-src", corpus / "dev.src", "-output", tmp_path / "out", *COMMON,
+                     "-ray_workers", "2", "-ray_address", ray_cluster, "-ray_timeout", "3"), env)
+    rc, _, stderr = tree.watch(90)
+    assert rc == 2
+    _one_line_error(stderr, "the cluster refused this process's authentication token")
+    assert not (tmp_path / "out").exists()

@@ -12,7 +12,8 @@ all the while. Here:
   all but the first when it is imported, so they are set before ``import ray`` (``limits``); where Ray was
   imported earlier in the process, Ray's defaults bound the attempt instead (about 40 s, 60 s for the node);
 * Ray's C++ warnings during the attempt go to a temporary file, not the terminal (they come back on success);
-  a failure is one ``OptionError`` line.
+  a failure is one ``OptionError`` line (a cluster that refuses this process's token, under Ray's token
+  authentication, is named as such).
 
 A loopback address (``127.0.0.1``, ``::1``, ``localhost``) is joined as given (``local.loopback_node``): a local
 cluster bound to loopback, as ``local.start`` makes, is reachable there only.
@@ -120,6 +121,11 @@ def join(ray, address: str, timeout: float, **kwargs) -> None:
     except (ConnectionError, RuntimeError, TimeoutError, ValueError) as err:
         with contextlib.suppress(Exception):
             ray.shutdown()
+        said = f"{err} {err.__cause__ or ''}"
+        if "AuthenticationError" in said or "InvalidAuthToken" in said:
+            raise OptionError(f"-ray_address {address}: the cluster refused this process's authentication token "
+                              f"(Ray's token authentication: set RAY_AUTH_MODE=token and the cluster's token in "
+                              f"RAY_AUTH_TOKEN or ~/.ray/auth_token)") from err
         lines = [line for line in str(err).splitlines() if line.strip()]
         why = "" if isinstance(err, ConnectionError) or not lines else f": {lines[0]}"
         raise OptionError(f"-ray_address {address}: no Ray cluster answered within {timeout:g} s "
