@@ -176,6 +176,55 @@ def test_shrinking_beam_matches_a_plain_shrinking_beam(case):
 
 
 @SETTINGS
+@given(cases(), st.booleans())
+def test_a_shrinking_beam_stops_when_no_item_is_live(case, wide):
+    """``Shrinking``'s proof: whenever an example's width reaches 0, none of its items is live, so its stop is
+    reported as ``all_finished`` (with all ``beam`` slots spent) or ``max_length``. ``wide``: a beam wider than
+    the vocabulary, with impossible tokens, so that unreal items fill slots."""
+    from onmt_optimal.search import beam as module
+
+    if wide:
+        case = dict(case, vocab=5, impossible=(PAD, BOS, 4), eos_after=2, beam=4 + case["beam"],
+                    max_length=2 + case["max_length"])
+    spent_with_live, inner = [], module.Beam.step
+
+    def checked(self, *args, **kwargs):
+        done = inner(self, *args, **kwargs)
+        spent_with_live.append(bool(self.live[(self.width <= 0).view(-1)].any()))
+        return done
+
+    module.Beam.step = checked
+    try:
+        strategy = decode(case, "shrinking")
+    finally:
+        module.Beam.step = inner
+    assert not any(spent_with_live)
+    for stats in strategy.search_stats:
+        assert stats["stop_reason"] in ("all_finished", "max_length")
+        if stats["stop_reason"] == "all_finished":
+            assert stats["completed"] == case["beam"]
+
+
+def test_stop_reasons_cross_as_codes_and_serialize_as_their_names():
+    """``stops.CODES``/``reason``: each reason the search gives comes back from its float32 code, a rule's own
+    code gives the rule's reason, every rule's reason is a ``StopReason``, and a ``StopReason`` is its name in
+    JSON and text."""
+    import json
+
+    from onmt_optimal.search import stops
+    from onmt_optimal.search.stopping import StopReason
+
+    rule = STOPPING_RULES["optimal"]()
+    for why, code in stops.CODES.items():
+        assert stops.reason(float(torch.tensor(code)), rule) is why
+    assert stops.reason(stops.OWN, rule) is StopReason.CERTIFICATE
+    assert len(set(stops.CODES.values()) | {stops.OWN, 0.0}) == len(stops.CODES) + 2
+    assert all(isinstance(cls.reason, StopReason) for cls in STOPPING_RULES.values())
+    assert json.dumps({"stop_reason": StopReason.MAX_LENGTH}) == '{"stop_reason": "max_length"}'
+    assert f"{StopReason.CERTIFICATE}" == str(StopReason.CERTIFICATE) == "certificate"
+
+
+@SETTINGS
 @given(cases(rules=("avg", "wu", "bp")))
 def test_predicted_bound_is_reported_as_a_heuristic(case):
     strategy = decode(case, "optimal", bound="predicted")

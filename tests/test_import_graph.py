@@ -15,15 +15,21 @@ def module_name(path: Path) -> str:
 
 
 def imports(path: Path) -> set[str]:
-    """Every module a file imports, at any depth of its code."""
+    """Every module a file imports, at any depth of its code. ``from package import module`` imports the module
+    alone (as ``import package.module`` does, the package's ``__init__`` runs first, but no name of it is read),
+    so the package counts only where a name is taken from it."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+            names = {f"{node.module}.{alias.name}" for alias in node.names}
+            found |= names if names <= MODULES else names | {node.module}
     return found
+
+
+#: the package's modules
+MODULES = {module_name(p) for p in PACKAGE.rglob("*.py")}
 
 
 def graph() -> dict[str, set[str]]:

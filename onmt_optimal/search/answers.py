@@ -15,6 +15,15 @@ from onmt_optimal.search.constants import NEG_INF
 from onmt_optimal.search.kept import Kept
 
 
+def facts(rules: list, src_len: torch.Tensor) -> tuple[torch.Tensor, list[bool]]:
+    """(B, 1 + R) what is known of each example from the start, ``|x|`` (``src_len``, float) and each rule's target
+    length ``l`` (NaN for a rule without one), and per rule whether it has one."""
+    targets = [score.target_length(src_len) for score, _ in rules]
+    targeted = [target is not None for target in targets]
+    nan = None if all(targeted) else src_len.new_full((src_len.shape[0],), float("nan"))
+    return torch.stack([src_len] + [nan if target is None else target for target in targets], dim=1), targeted
+
+
 def pack_rows(kept: Kept, stop_columns: list[torch.Tensor], facts: torch.Tensor) -> torch.Tensor:
     """(B, width) the rows of every example of the batch (``facts``: (B, 1 + R), ``|x|`` and each ``l``)."""
     log_probs = [] if kept.log_prob is None else [kept.log_prob]

@@ -38,7 +38,7 @@ from __future__ import annotations
 import torch
 
 from onmt_optimal.search import constants, stops, transfer
-from onmt_optimal.search.answers import decode_rows, pack_rows
+from onmt_optimal.search.answers import decode_rows, facts, pack_rows
 from onmt_optimal.search.constants import neg_inf
 from onmt_optimal.search.kept import Kept
 from onmt_optimal.search.scoring import ScoringRule, StepView
@@ -51,12 +51,9 @@ __all__ = ["AUTO", "Beam"]
 
 class Beam:
     """The bookkeeping of a batch of beams, for rules ``[(scoring, stopping), ...]`` that share it; the first
-    rule is the one the toolkit outputs, the others answer in ``answers`` only.
-
-    ``host``: where the bookkeeping lives (``transfer``): ``AUTO``, None (next to the decode) or a device.
-    ``free_reads``: may the step read its own tensors on the host (its quiet steps)? None: where they live on
-    the CPU, where a read waits for nothing; False reads as next to an accelerator. Both are resolved for each
-    batch by ``start`` (``place``)."""
+    rule is the one the toolkit outputs, the others answer in ``answers`` only. ``host`` (``AUTO``, None or a
+    device) and ``free_reads`` (None, True or False): where the bookkeeping lives and whether the step may read
+    it, resolved for each batch by ``start`` (``transfer.place``)."""
 
     def __init__(self, rules: list[tuple[ScoringRule, StoppingRule]], beam_size: int, n_best: int,
                  eos: int, pad: int, top_k: TopK = top_k, host: torch.device | str | None = AUTO,
@@ -83,11 +80,8 @@ class Beam:
         self.place = transfer.place(self.where, self.free_reads, src_len.device, items, beam)
         device, self.max_length = self.place.device, max_length
         self.src_len = src_len.to(device=device, dtype=torch.float)
-        targets = [score.target_length(self.src_len) for score, _ in self.rules]
-        self._targeted = [target is not None for target in targets]
         #: (B, 1 + R) what is known of each example from the start: |x| and each rule's target length l
-        nan = None if all(self._targeted) else self.src_len.new_full((B,), float("nan"))
-        self.facts = torch.stack([self.src_len] + [nan if target is None else target for target in targets], dim=1)
+        self.facts, self._targeted = facts(self.rules, self.src_len)
         #: constants made once per device (each tensor made here is an operation per batch: at batch 1, per line)
         self._slots, first, self._one = _constants(beam, device)
         #: (B, beam) bool: the item holds a real live prefix; each beam starts from its first item (a view)
@@ -98,12 +92,7 @@ class Beam:
         self.completions = torch.zeros((B, beam), dtype=torch.float, device=device)
         #: (B, 1) the example's beam size now (a shrinking beam only)
         self.width = torch.full((B, 1), beam, dtype=torch.long, device=device) if self.shrinks else None
-        self.stops = stops.of_rules(self.rules, B, device)
-        #: which items each rule collects when they complete, all or the top one, laid out as ``Kept`` takes them
-        self._collectable = None
-        if any(stop.top_only for _, stop in self.rules):
-            self._collectable = self.stops.stack([first if stop.top_only else (self._slots >= 0).view(1, beam)
-                                                  for _, stop in self.rules])
+        self.stops = stops.of_rules(self.rules, B, first, device)
         #: (B, 1) the first beam row of each example, made where ``pick`` runs; (V as a 0-d tensor, V)
         self._offsets = self._vocab = None
         self._memo = {}  # the rules' per-batch constants (``StepView.once``)
@@ -124,26 +113,22 @@ class Beam:
 
     def step(self, t: int, parents: torch.Tensor, tokens: torch.Tensor, eos: torch.Tensor, log_prob: torch.Tensor,
              stock_score: torch.Tensor | None, seq: torch.Tensor | None, attn: torch.Tensor | None = None):
-        """Collect the hypotheses completed at step ``t`` and apply the stopping rules.
+        """Collect the hypotheses completed at step ``t`` and apply the stopping rules; return the ``(B, 1)`` column
+        of the examples every rule is done with (all at ``t = T``), where the bookkeeping lives.
 
-        ``parents`` (B, beam): each item's parent row (``pick``); ``tokens`` (B, beam): its token; ``eos``
-        (B, beam): its token ends it; ``log_prob`` (B, beam): its exact cumulative log p; ``stock_score``: the
-        toolkit's own score of it; ``seq`` (B, beam, 1 + t): the start token and its tokens (None with a ``host``,
-        which keeps its own); ``attn`` (B, beam, t, S) or None (not with a ``host``). Returns the ``(B, 1)``
-        column of the examples every rule is done with (all of them at ``t = T``), where the bookkeeping lives.
-        Per-example facts are ``(B, 1)`` columns throughout (``StopView``): they meet ``(B, beam)`` tensors
-        without a view."""
-        parents, tokens, eos, log_prob, stock_score, seq = self.place.receive(
-            t, parents, tokens, eos, log_prob, stock_score, seq)
+        Per item, ``(B, beam)``: ``parents`` its parent row (``pick``), ``tokens`` its token, ``eos`` its token ends
+        it, ``log_prob`` its exact cumulative log p, ``stock_score`` the toolkit's own score of it. ``seq`` (B,
+        beam, 1 + t): the start token and the tokens (None with a ``host``, which keeps its own); ``attn`` (B,
+        beam, t, S) or None (not with a ``host``). Per-example facts are ``(B, 1)`` columns throughout."""
+        parents, tokens, eos, log_prob, stock_score, seq = self.place.receive(t, parents, tokens, eos, log_prob,
+                                                                              stock_score, seq)
         at_max = t >= self.max_length
         real = torch.take(self.live, parents)
         if self.shrinks:  # only the example's current width of top items is its beam
             real &= self._slots < self.width
         completed = real if at_max else torch.bitwise_and(real, eos)  # at T every real item ends, as in stock
-        # A quiet step (no item completed) has nothing to merge or count. Where the bookkeeping lives on the
-        # CPU, asking costs one operation and no synchronization, and saves the merge's and the count's; next to
-        # an accelerator the question would be a synchronization, so the step merges an empty set instead (a
-        # no-op: nothing beats a kept score with -inf)
+        # A quiet step (nothing completed) has nothing to merge or count. Where a read is free (``place``) asking
+        # costs one operation; elsewhere it would be a synchronization, so the step merges the empty set (a no-op)
         quiet = self.place.free_reads and attn is None and not at_max and not completed.any()
         self.live = live = real if quiet else real != completed
         view = StepView(log_prob=log_prob, eos=eos, src_len=self.src_len, step=t, max_length=self.max_length,
@@ -156,10 +141,8 @@ class Beam:
         """Keep each rule's ``n_best`` best of what completed at step ``t`` and count the completions."""
         finals = [score.final(view) for score, _ in self.rules]
         score_is_log_prob = all(final is view.log_prob for final in finals)
-        collect = self.stops.collect(completed)
-        if self._collectable is not None:
-            collect = collect & self._collectable
-        self.kept.merge(collect, self.stops.stack(finals), view.log_prob, t, seq, attn, score_is_log_prob)
+        self.kept.merge(self.stops.collect(completed), self.stops.stack(finals), view.log_prob, t, seq, attn,
+                        score_is_log_prob)
         # (a 0-d one: a Python number or the bool mask itself would be converted first, three operations more)
         torch.where(completed, self.completions + self._one, self.completions, out=self.completions)
         if self.shrinks:
@@ -181,11 +164,10 @@ class Beam:
                                   width=self.width, n_best=self.n_best))
 
     def answers(self, rows: list[int], items: torch.Tensor, index: torch.Tensor | None = None) -> list[list[dict]]:
-        """The answers of the examples at batch rows ``rows`` (those ``step`` just said are done): per row, per
-        rule, ``answers.answer``'s dict. Everything crosses to the host in one transfer. ``index``: ``rows`` as
-        a device tensor, if the caller has one (else it is made here: a copy to the device, which waits for it
-        on an accelerator); None when every example leaves. ``items`` (B, beam, 1 + t): the beam's items
-        (``answers.decode_rows``; a host keeps its own)."""
+        """The answers of the examples at batch rows ``rows`` (those ``step`` just said are done), per row and rule
+        (``answers.answer``), from one transfer. ``index``: ``rows`` as a device tensor if the caller has one (else
+        a copy to the device, which waits for it), None when every example leaves; ``items`` (B, beam, 1 + t):
+        the beam's items (``answers.decode_rows``; a host keeps its own)."""
         packed = pack_rows(self.kept, self.stops.packed(self), self.facts)
         if len(rows) < packed.shape[0]:
             packed = packed[torch.tensor(rows, device=packed.device) if index is None else index]

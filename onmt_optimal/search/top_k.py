@@ -1,8 +1,8 @@
 """Exact top-k of the beam's candidate scores, in two cheap passes instead of a partial sort over all of them.
 
 Each step a beam picks, per example, the ``k`` best of ``beam x |V|`` candidate scores. ``torch.topk`` on CPU
-partially sorts every candidate (about 1.5 ns each: 4 ms a step at b = 10, |V| = 8k, batch 32, which is more
-than all of the rest of the search bookkeeping together). ``top_k`` returns the same ``k`` from
+partially sorts every candidate; ``top_k`` reads each candidate once and sorts only a few, returning the
+same ``k`` from
 
 1. one elementwise-max pass: the ``N`` candidates of a row fall into ``n = N // G`` strided groups (group ``j``
    holds candidates ``j, j + n, j + 2n, ...``; the last ``N - nG`` candidates stay loose), and ``m_j`` is the
@@ -27,16 +27,10 @@ that full stable sort, so the invariant holds for every input. Both checks are r
 on CPU only, where a read is no synchronisation.
 
 Small problems (at most ``small`` scores, 16k by default: batch 1 with a beam of one or two over an 8k
-vocabulary) go to ``torch.topk`` itself, stock OpenNMT-py's op: there the two passes save less than their extra
-tensor operations cost. Timed alone (``python scripts/top_k_timing.py``, one thread, 8k vocabulary):
-``torch.topk`` 15 us and the two passes 30 us at 8k scores, even at 16k (24-31 us), 71 against 33 us at 40k
-(batch 1, b = 5), 139 against 43 at 80k (b = 10). Inside a decode each call costs more, the two passes'
-seven operations most (82 against 125 us at 40k), but ``torch.topk`` also costs the steps after it: it
-partially sorts a copy of each row, which evicts what the model's next step would have found in the caches.
-Timed as whole decodes (``scripts/top_k_timing.py --decode``: stock, and ``-stopping optimal`` with either
-path for every size), TVsub at batch 1 is at 0.960 of stock with ``torch.topk`` and 1.004 with the two
-passes at b = 5 (40k scores), even at b = 3 (0.990, 0.987; 24k); the Multi30k transformer (6k words) is even
-at b = 5 (1.009, 1.003; 30k). So the line stays where the calls alone put it.
+vocabulary) go to ``torch.topk`` itself, stock OpenNMT-py's op: there the two passes' extra tensor operations
+cost more than the reads they save. ``torch.topk`` also costs the steps after it (it partially sorts a copy of
+each row, which evicts what the model's next step would find in the caches), so the line is set by timing
+whole decodes, not calls (``scripts/top_k_timing.py --decode``; the figures are in ``benchmarks/NOTES.md``).
 Values are the same; among exactly equal values at the ``k``-th place the indices are ``torch.topk``'s, as in
 stock (nothing certified depends on which of two equal scores a beam keeps: the certificate compares scores,
 and a run with and without early stopping makes the same choice).
