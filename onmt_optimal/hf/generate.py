@@ -8,14 +8,19 @@ model's ``prepare_inputs_for_generation`` and its own cache object), ``log_softm
 the logits processors, the beam's step (``beam.advance``), and the cache reordered after the new running items
 (``Cache.reorder_cache``, or the model's ``_reorder_cache``).
 
-Two things differ from transformers' loop, neither in what the beam holds:
+What differs from transformers' loop, never in what the beam holds:
 
-* an input leaves the batch as soon as every rule is done with it (transformers runs every input until the
-  last one is done): its rows are dropped from the running items, the per-row model inputs and the cache,
-  in the same ``index_select`` that reorders the cache;
+* each input's answer is copied out when every rule is done with it, and the loop ends when all are done
+  (transformers: when its own rule is done with all of them, at the same step or later under the certificate);
+* with ``drop_finished=True`` an input also leaves the batch then: its rows are dropped from the running items,
+  the per-row model inputs and the cache, in the same ``index_select`` that reorders the cache, so the model
+  runs on fewer rows (faster at large batches). By default the batch keeps its shape, as transformers' does:
+  the model then computes every running item with the same shapes as transformers' beam search, so the
+  scores are its numbers bit for bit (a matrix product's rounding can depend on how many rows it has: a
+  dropped batch may differ in the last bits, and a near tie may then go the other way);
 * each step reads one ``(N, 1)`` column on the host (which inputs are done), where transformers reads one flag
-  (whether all are). Also read: on the CPU, whether anything completed (``beam``'s quiet steps), the dropped
-  inputs' row list when some leave, and once at the end the answers and statistics.
+  (whether all are). Also read: on the CPU, whether anything completed (``beam``'s quiet steps), and once at
+  the end the answers and statistics.
 
 Nothing of transformers is patched: without ``custom_generate=optimal_beam_search``, ``generate`` is untouched.
 """
@@ -33,7 +38,7 @@ from onmt_optimal.hf.output import Results
 
 def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criteria=None, generation_config=None,
                         synced_gpus=False, stopping="optimal", length_reward=0.0, length_ratio=None,
-                        bp_norm=False, bound="exact", **model_kwargs):
+                        bp_norm=False, bound="exact", drop_finished=False, **model_kwargs):
     """Beam search with optimal stopping (Huang, Zhao & Ma, 2017) on transformers' own beam.
 
     Call it through ``model.generate(..., custom_generate=optimal_beam_search, ...)`` with transformers' usual
@@ -47,7 +52,8 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
       unless ``length_reward=R`` replaces it (``log p + R * min(length_ratio * |x|, |y|)``, bounded; without
       ``length_ratio``, ``log p + R * |y|``) or ``bp_norm=True`` (BP-norm, with ``length_ratio``);
     * ``bound``: ``"exact"`` (a proof) or ``"predicted"`` (normalized scores: assumes outputs end by
-      ``length_ratio * |x|``).
+      ``length_ratio * |x|``);
+    * ``drop_finished``: drop an input from the batch once it is done (see the module docstring).
 
     Returns what transformers' beam search returns: the ``sequences`` (the decoder prompt, then each of the
     ``num_return_sequences`` best, best first), or with ``return_dict_in_generate=True`` its output class with
@@ -59,6 +65,8 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
     del synced_gpus  # (transformers does not pass it to a callable; a multi-process decode is not supported)
     options.check_settings(generation_config, logits_processor, stopping_criteria)
     search = options.search(generation_config, stopping, length_reward, length_ratio, bp_norm, bound)
+    if not isinstance(drop_finished, bool):
+        raise ValueError(f"drop_finished must be True or False, got {drop_finished!r}")
     is_encoder_decoder = model.config.is_encoder_decoder
     cache_key = next((key for key in ALL_CACHE_NAMES if model_kwargs.get(key) is not None), None)
     if cache_key is not None:
@@ -78,6 +86,7 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
 
     outputs = model._prefill(input_ids, generation_config, model_kwargs,
                              is_first_iteration=not generation_config.is_assistant)
+    answered = [False] * (input_ids.shape[0] // b)  # inputs whose answers are out (a batch that keeps its shape)
     t = 0
     while True:
         if t > 0:
@@ -93,15 +102,20 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
             log_probs = logits_processor(state.sequences, log_probs)
         t += 1
         state, done, rows = beam.advance(constants, state, log_probs, t)
-        leaving = done.view(-1).tolist()  # the step's one read
+        finished = done.view(-1).tolist()  # the step's one read
+        leaving = [now and not before for now, before in zip(finished, answered)]
         if any(leaving):
             results.record(state, leaving)
-            if all(leaving):
+            if all(finished):
                 break
-            keep = torch.tensor([n for n, left in enumerate(leaving) if not left], device=rows.device)
-            state, rows = state.select(keep), rows[keep]
-            _select_rows(model_kwargs, (keep.unsqueeze(1) * b + torch.arange(b, device=keep.device)).view(-1),
-                         len(leaving) * b)
+            if drop_finished:
+                keep = torch.tensor([n for n, left in enumerate(leaving) if not left], device=rows.device)
+                state, rows = state.select(keep), rows[keep]
+                _select_rows(model_kwargs, (keep.unsqueeze(1) * b + torch.arange(b, device=keep.device)).view(-1),
+                             len(leaving) * b)
+                answered = [False] * keep.shape[0]
+            else:
+                answered = finished
         if cache_key is not None and model_kwargs.get(cache_key) is not None:
             beam_idx = rows.view(-1)
             if hasattr(model, "_reorder_cache"):

@@ -198,3 +198,21 @@ def test_processors_that_work_give_transformers_beam():
     mine, _ = ours(model, 3, 1, 6, **settings_)
     assert torch.equal(theirs.sequences, mine.sequences)
     assert torch.equal(theirs.sequences_scores, mine.sequences_scores)
+
+
+@pytest.mark.parametrize("stopping", ["optimal", "exhaustive", "shrinking", ["optimal", "default"]])
+def test_dropping_finished_inputs_changes_no_answer(stopping):
+    """``drop_finished=True`` (inputs leave the batch when done) gives the same answers and statistics on a model
+    whose numbers do not depend on the batch's shape."""
+    for seed in range(6):
+        model = fixed_lm(seed, eos_bias=1.0)
+        kept, _ = ours(model, 3, 2, 6, 1.0, stopping=stopping)
+        dropped, calls = ours(model, 3, 2, 6, 1.0, stopping=stopping, drop_finished=True)
+        assert torch.equal(kept.sequences, dropped.sequences)
+        assert torch.equal(kept.sequences_scores, dropped.sequences_scores)
+        assert kept.rule_results == dropped.rule_results
+
+
+def test_drop_finished_is_a_bool():
+    with pytest.raises(ValueError, match="drop_finished must be True or False"):
+        ours(fixed_lm(0), 3, 1, 4, drop_finished="yes")
