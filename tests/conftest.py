@@ -12,12 +12,9 @@ Fixtures: ``toy_model`` (one tiny OpenNMT-py model per run, trained with the rea
 ``translate_worker`` process per side for the whole run.
 """
 import subprocess
-import sys
 import warnings
-from pathlib import Path
 
 warnings.filterwarnings("ignore", category=FutureWarning)
-sys.path.insert(0, str(Path(__file__).parent))
 
 from onmt_optimal.opennmt import patch  # noqa: E402
 

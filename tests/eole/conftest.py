@@ -7,14 +7,10 @@ Fixtures: ``encoder_decoder`` and ``decoder_only`` (one tiny model each per run,
 process a side (``predict_worker``), and ``src``: 40 toy source lines. Every test here trains or starts a
 process, so the whole tier is ``slow`` (``ONMT_OPTIMAL_TESTS=fast`` skips it).
 """
-import sys
 import warnings
 from pathlib import Path
 
 warnings.filterwarnings("ignore", category=FutureWarning)
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
 
 import pytest  # noqa: E402
 
