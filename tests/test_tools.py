@@ -64,3 +64,62 @@ def test_ratio_and_sweep_commands(toy_model, tmp_path):
     assert families == {"default", "default_avg", "optimal", "optimal_reward", "shrinking_norm", "shrinking_reward"}
     assert {r["beam"] for r in rows} == {1, 2}
     assert all(r["sentences"] == 12 for r in rows)
+
+
+def test_variants_by_name():
+    """The benchmark's one factory of search variants: every suffix means what its name says, in any tool."""
+    from onmt_optimal.bench.variants import VARIANTS, search
+    from onmt_optimal.search.beam import AUTO
+    from onmt_optimal.search.scoring import BoundedWordReward
+
+    assert search("stock").stock and not search("stock").rules
+    plain = search("optimal")
+    assert not plain.stock and plain.host == AUTO and plain.beam_of_one
+    assert type(plain.stopping).__name__ == type(search("optimal-core").stopping).__name__
+    reward = search("optimal+r", 1.2, 1.5).scoring
+    assert isinstance(reward, BoundedWordReward) and "1.2" in reward.describe()
+    assert search("optimal-host").host == "cpu" and search("optimal-device").host is None
+    assert not search("optimal-core").beam_of_one and search("optimal-host-core").host == "cpu"
+    assert [search(v).stock for v in VARIANTS] == [True, False, False, False]
+    for bad in ("fastest", "optimal-gpu", "+r"):
+        with pytest.raises(ValueError, match="unknown variant"):
+            search(bad)
+
+
+def test_bench_refuses_an_unknown_model_in_one_line():
+    from argparse import Namespace
+
+    from onmt_optimal.bench.models import UsageError, resolve_models
+
+    with pytest.raises(UsageError, match="^--config nope: neither a model name"):
+        resolve_models(Namespace(config="nope", src=None, refs=None, data="data", unescape_moses=None))
+
+
+def test_count_lines(tmp_path):
+    from onmt_optimal.progress import count_lines
+
+    (tmp_path / "a").write_text("x\ny\n")
+    (tmp_path / "b").write_text("x\ny")
+    (tmp_path / "c").write_text("")
+    assert [count_lines(tmp_path / n) for n in "abc"] == [2, 2, 0]
+    assert count_lines(tmp_path / "missing") is None and count_lines(None) is None
+
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS.glob("*.py")))
+def test_scripts_are_thin_command_lines(script):
+    """A script is a command line over package modules: no edit of ``sys.path``, nothing imported from tests/,
+    well under 200 lines."""
+    import ast
+
+    text = (SCRIPTS / script).read_text()
+    assert len(text.splitlines()) < 200, script
+    helpers = {p.stem for p in Path(__file__).parent.glob("*.py")}
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            assert (node.value.id, node.attr) != ("sys", "path"), f"{script}:{node.lineno} edits sys.path"
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            assert not {n.split(".")[0] for n in names} & helpers, f"{script}:{node.lineno} imports from tests/"
