@@ -2,7 +2,7 @@
 """Benchmark: our beam search against stock OpenNMT-py's, side by side in one process, and the sweep's cost.
 
     python scripts/bench.py [--config tvsub|multi30k|transformer|CONFIG.yaml] [--src DEV] [--gpu 0]
-    python scripts/bench.py --count-only --lines 50 --beams 10 --batches 32     # work per call, < 1 min
+    python scripts/bench.py --count-only --lines 50 --beams 10 --batches 32     # work per call only
 
 For beam sizes 1, 5, 10, 20 and batches of 1, 32 and 128 sentences, it decodes the same source with
   stock     OpenNMT-py's own BeamSearch (the translator's stock path), -length_penalty none

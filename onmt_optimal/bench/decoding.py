@@ -20,8 +20,8 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
                    min_seconds=0.0, cuda=False, count=True, time_it=True, progress=True, placement_variant=None,
                    order="interleaved"):
     """Every (batch, beam) configuration: a warm-up round, then ``rounds`` rounds, or more where rounds are
-    short, so that each configuration is timed for at least ``min_seconds`` (a round of 1 s has a per-round
-    ratio that wanders by several percent; the median of many of them does not). Then (``count``) one more
+    short, so that each configuration is timed for at least ``min_seconds`` (a short round's per-round ratio
+    wanders; the median of many of them does not). Then (``count``) one more
     pass that counts each variant's work per decoder call (``count_round``), after the timing so that it
     cannot disturb it. ``time_it=False``: the counting pass only. ``placement_variant``: add the bookkeeping in
     its other place, ``optimal-device`` on CUDA and ``optimal-host`` on CPU (None: on CUDA only, where the
