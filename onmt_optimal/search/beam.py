@@ -135,7 +135,7 @@ class Beam:
                         stock_score=stock_score, memo=self._memo, like_cuda=self.place.like_cuda)
         if not quiet:
             self._merge(t, completed, view, seq, attn)
-        return self.stops.step(t, at_max, lambda r: self._done(r, view, live, completed), self)
+        return self.stops.step(t, at_max, live, self.completions, lambda r: self._done(r, view, live, completed))
 
     def _merge(self, t: int, completed, view: StepView, seq, attn) -> None:
         """Keep each rule's ``n_best`` best of what completed at step ``t`` and count the completions."""
@@ -168,7 +168,7 @@ class Beam:
         (``answers.answer``), from one transfer. ``index``: ``rows`` as a device tensor if the caller has one (else
         a copy to the device, which waits for it), None when every example leaves; ``items`` (B, beam, 1 + t):
         the beam's items (``answers.decode_rows``; a host keeps its own)."""
-        packed = pack_rows(self.kept, self.stops.packed(self), self.facts)
+        packed = pack_rows(self.kept, self.stops.packed(self.live, self.completions), self.facts)
         if len(rows) < packed.shape[0]:
             packed = packed[torch.tensor(rows, device=packed.device) if index is None else index]
         return decode_rows(packed.tolist(), rows, self.place.items_of(items), len(self.rules), self.n_best,

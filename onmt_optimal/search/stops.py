@@ -43,6 +43,8 @@ def of_rules(rules: list, B: int, first: torch.Tensor, device) -> "One | Several
 
 
 class _Stops:
+    """What ``One`` and ``Several`` share: which items each rule collects, and the codes of a step's stops."""
+
     def __init__(self, rules: list, first: torch.Tensor, device):
         self.rules = [stop for _, stop in rules]
         #: which items each rule collects when they complete, all or the top one (``StoppingRule.top_only``), laid
@@ -83,18 +85,22 @@ class One(_Stops):
         return completed if self.collectable is None else completed & self.collectable
 
     def kept_score(self, score: torch.Tensor, r: int, K: int) -> torch.Tensor:
+        """The rule's places of ``Kept.score``: all of them."""
         return score
 
-    def step(self, t: int, at_max: bool, done: Callable[[int], torch.Tensor], beam) -> torch.Tensor:
-        """(B, 1): the examples the rule is done with after step ``t``; ``done(r)``: rule ``r``'s column."""
+    def step(self, t: int, at_max: bool, live: torch.Tensor, completions: torch.Tensor,
+             done: Callable[[int], torch.Tensor]) -> torch.Tensor:
+        """(B, 1): the examples the rule is done with after step ``t``. ``live`` (B, beam): the items still live;
+        ``completions`` (B, beam): the completed hypotheses so far per slot; ``done(r)``: rule ``r``'s (B, 1)."""
         self.t, self.at_max = t, at_max
         if at_max:
-            return torch.ones((beam.live.shape[0], 1), dtype=torch.bool, device=beam.live.device)
+            return torch.ones((live.shape[0], 1), dtype=torch.bool, device=live.device)
         return done(0)
 
-    def packed(self, beam) -> list[torch.Tensor]:
-        """Its columns of the leaving examples' rows: they stop at this step, so why depends on the live items."""
-        return [beam.n_completed, self.codes(self.at_max, beam.live)]
+    def packed(self, live: torch.Tensor, completions: torch.Tensor) -> list[torch.Tensor]:
+        """Its (B, 1) columns of the leaving examples' rows, the completed hypotheses and the code: they stop at
+        this step, so why depends on the live items."""
+        return [completions.sum(dim=1, keepdim=True), self.codes(self.at_max, live)]
 
     def read(self, row: list[float], at: int) -> list[tuple[int, str, int]]:
         """``(steps, reason, completed)`` from the ``columns`` of a leaving example's row that start at ``at``."""
@@ -130,23 +136,24 @@ class Several(_Stops):
         """Rule ``r``'s places of ``Kept.score``."""
         return score[:, r * K:(r + 1) * K]
 
-    def step(self, t: int, at_max: bool, done: Callable[[int], torch.Tensor], beam) -> torch.Tensor:
-        """(B, 1): the examples every rule is done with after step ``t``; ``done(r)``: rule ``r``'s column."""
+    def step(self, t: int, at_max: bool, live: torch.Tensor, completions: torch.Tensor,
+             done: Callable[[int], torch.Tensor]) -> torch.Tensor:
+        """(B, 1): the examples every rule is done with after step ``t`` (arguments as ``One.step``'s)."""
         B, R = self.stop_step.shape
-        n_completed = beam.n_completed
+        n_completed = completions.sum(dim=1, keepdim=True)
         if at_max:
             newly = self.stop_step == 0
         else:
             newly = torch.cat([done(r) for r in range(R)], dim=1)
             newly &= self.stop_step == 0
-        stop = self.codes(at_max, beam.live).expand(B, R)
+        stop = self.codes(at_max, live).expand(B, R)
         self.stop_step = torch.where(newly, t, self.stop_step)
         self.stop_code = torch.where(newly, stop, self.stop_code)
         self.stop_completed = torch.where(newly, n_completed, self.stop_completed)
         return (self.stop_step > 0).all(dim=1, keepdim=True)
 
-    def packed(self, beam) -> list[torch.Tensor]:
-        """Its columns of the leaving examples' rows: per rule, step, code and completed."""
+    def packed(self, live: torch.Tensor, completions: torch.Tensor) -> list[torch.Tensor]:
+        """Its (B, 3 * R) columns of the leaving examples' rows: per rule, step, code and completed."""
         B = self.stop_step.shape[0]
         return [torch.stack([self.stop_step, self.stop_code, self.stop_completed], dim=2).view(B, -1)]
 
