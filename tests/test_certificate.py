@@ -481,11 +481,12 @@ def test_the_bookkeeping_goes_to_the_host_next_to_a_cuda_model_only():
     rules = [(StockScore("none"), STOPPING_RULES["optimal"]())]
     src_len, items = torch.tensor([3, 4], device=DEVICE), torch.full((2 * 3, 1), BOS, device=DEVICE)
     beam = Beam(rules, 3, 1, EOS, PAD)
-    assert beam.where == AUTO
+    assert beam.where == AUTO and beam.host is None  # AUTO is decided by the batch
     beam.start(src_len, 6, items=items)
     assert beam.host == (torch.device("cpu") if DEVICE.type == "cuda" else None)
     for host in (None, "cpu"):
         beam = Beam(rules, 3, 1, EOS, PAD, host=host)
+        assert beam.host == (None if host is None else torch.device(host))  # known before a batch
         beam.start(src_len, 6, items=items)
         assert beam.host == (None if host is None else torch.device(host))
 

@@ -69,7 +69,10 @@ class Beam:
 
     @property
     def host(self) -> torch.device | None:
-        """Where the current batch's bookkeeping lives, if apart from the decode's device (``start`` decides)."""
+        """Where the current batch's bookkeeping lives, if apart from the decode's device (``start`` decides;
+        before it, an explicit host or None)."""
+        if self.place is None:
+            return None if self.where is None or self.where == AUTO else torch.device(self.where)
         return self.place.host
 
     def start(self, src_len: torch.Tensor, max_length: int, dtype=torch.float,
