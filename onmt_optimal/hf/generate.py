@@ -69,7 +69,7 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
         raise ValueError(f"drop_finished must be True or False, got {drop_finished!r}")
     is_encoder_decoder = model.config.is_encoder_decoder
     cache_key = next((key for key in ALL_CACHE_NAMES if model_kwargs.get(key) is not None), None)
-    if cache_key is not None:
+    if cache_key is not None and drop_finished:
         _check_cache(model, model_kwargs[cache_key])
     b = search.num_beams
     prompt_len = input_ids.shape[1]
@@ -126,7 +126,7 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
 
 
 def _check_cache(model, cache) -> None:
-    """The cache must follow the beams and shrink with the batch: transformers' dynamic caches do (their
+    """With ``drop_finished`` the cache must shrink with the batch: transformers' dynamic caches do (their
     ``reorder_cache`` is an ``index_select`` per layer), a static cache does not."""
     if hasattr(model, "_reorder_cache"):
         return
@@ -136,8 +136,8 @@ def _check_cache(model, cache) -> None:
     else:
         ok = isinstance(cache, DynamicCache)
     if not ok:
-        raise ValueError(f"optimal_beam_search does not take a {type(cache).__name__}: it drops finished inputs "
-                         f"from the batch, which needs a dynamic cache (drop cache_implementation)")
+        raise ValueError(f"drop_finished=True does not take a {type(cache).__name__}: dropping finished inputs "
+                         f"from the batch needs a dynamic cache (drop cache_implementation or drop_finished)")
 
 
 def _source_lengths(model_kwargs, input_ids, b: int, is_encoder_decoder: bool) -> torch.Tensor:

@@ -85,3 +85,12 @@ def test_dropping_finished_inputs_follows_the_caches(trained):
     dropped, _ = generate(trained, SOURCES, drop_finished=True, **settings)
     assert torch.equal(whole.sequences, dropped.sequences)
     assert torch.allclose(whole.sequences_scores, dropped.sequences_scores, rtol=0, atol=1e-4)
+
+
+def test_a_static_cache_works_unless_inputs_are_dropped(decoder_only):
+    settings = dict(num_beams=3, cache_implementation="static")
+    theirs, _ = generate(decoder_only, SOURCES[:4], early_stopping="never", **settings)
+    mine, _ = generate(decoder_only, SOURCES[:4], custom_generate=optimal_beam_search, **settings)
+    assert torch.equal(theirs.sequences, mine.sequences)
+    with pytest.raises(ValueError, match="drop_finished=True does not take a StaticCache"):
+        generate(decoder_only, SOURCES[:4], custom_generate=optimal_beam_search, drop_finished=True, **settings)
