@@ -376,27 +376,39 @@ class Tree:
         import psutil
 
         self.psutil = psutil
-        self.pids, self.listening, self.cmdlines = set(), set(), set()
+        self.pids, self.listening, self.cmdlines, self.names = set(), set(), set(), set()
         self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def watch(self, limit: float):
+    def sample(self) -> None:
         psutil = self.psutil
+        try:
+            root = psutil.Process(self.proc.pid)
+            procs = [root] + root.children(recursive=True)
+        except psutil.Error:
+            procs = []
+        for proc in procs:
+            try:
+                self.pids.add(proc.pid)
+                self.names.add(proc.name())
+                self.cmdlines.add(" ".join(proc.cmdline()))
+                for conn in proc.net_connections(kind="inet"):
+                    if conn.status == psutil.CONN_LISTEN:
+                        self.listening.add((conn.laddr.ip, conn.laddr.port, proc.name()))
+            except psutil.Error:
+                pass
+
+    def wait_for(self, name_part: str, limit: float) -> None:
+        """Until a process of the tree is named with ``name_part`` (while it runs, ``limit`` seconds at most)."""
+        deadline = time.time() + limit
+        while not any(name_part in n for n in self.names):
+            assert self.proc.poll() is None and time.time() < deadline, (self.names, self.proc.returncode)
+            self.sample()
+            time.sleep(0.2)
+
+    def watch(self, limit: float):
         deadline = time.time() + limit
         while self.proc.poll() is None and time.time() < deadline:
-            try:
-                root = psutil.Process(self.proc.pid)
-                procs = [root] + root.children(recursive=True)
-            except psutil.Error:
-                procs = []
-            for proc in procs:
-                try:
-                    self.pids.add(proc.pid)
-                    self.cmdlines.add(" ".join(proc.cmdline()))
-                    for conn in proc.net_connections(kind="inet"):
-                        if conn.status == psutil.CONN_LISTEN:
-                            self.listening.add((conn.laddr.ip, conn.laddr.port, proc.name()))
-                except psutil.Error:
-                    pass
+            self.sample()
             time.sleep(0.2)
         if self.proc.poll() is None:
             self.proc.kill()
@@ -474,6 +486,29 @@ def test_a_failed_local_run_leaves_nothing_running(corpus, tmp_path):
     dirs = tree.ray_dirs()
     assert dirs and not any(Path(d).exists() for d in dirs), dirs
     assert not [line for line in tree.cmdlines if "/tmp/ray/" in line]
+
+
+@pytest.mark.slow
+def test_sigterm_mid_run_is_one_line_and_leaves_nothing(toy_model, corpus, tmp_path):
+    """SIGTERM while the workers decode: the driver's own line (status 143, not Ray's stack dump and abort),
+    no -output, and the run's Ray gone whole."""
+    import signal
+
+    src = tmp_path / "long.src"
+    src.write_bytes((corpus / "dev.src").read_bytes() * 5)
+    out = tmp_path / "out"
+    tree = Tree(_cli("-model", toy_model, "-src", src, "-output", out, *COMMON, "-batch_size", "2",
+                     "-max_length", "60", "-stopping", "exhaustive", "-length_penalty", "none",
+                     "-ray_workers", "2"), _env())
+    tree.wait_for("TranslateWorker.translate", 240)
+    tree.proc.send_signal(signal.SIGTERM)
+    rc, _, stderr = tree.watch(120)
+    assert rc == 143, stderr[-3000:]
+    _one_line_error(stderr, "terminated")
+    assert not out.exists()
+    assert not tree.survivors()
+    dirs = tree.ray_dirs()
+    assert dirs and not any(Path(d).exists() for d in dirs), dirs
 
 
 @pytest.mark.slow

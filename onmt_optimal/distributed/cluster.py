@@ -7,10 +7,16 @@ can hold the workers. With an address, the cluster is joined within ``timeout`` 
 its resources are checked before any worker starts. Workers' own stdout and stderr stay in Ray's log
 directory (``log_to_driver=False``): the driver reports what matters (errors come back with the calls), and Ray
 itself logs errors only. Every refusal is an ``OptionError`` of one line, and leaves no Ray process running.
+Signals stay the driver's: Ray's C++ failure-signal handler is off in this process (``DRIVER_SETTINGS``), and
+the SIGTERM handler ``ray.init`` installs is replaced by the one there was before (``own_sigterm``), so a
+SIGTERM unwinds the driver as any failure does (this context's exit shuts Ray down).
 """
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
 
 from onmt_optimal.distributed import capacity, join, local
 from onmt_optimal.options import RAY_INSTALL, OptionError
@@ -30,6 +36,24 @@ def worker_error(err: BaseException) -> WorkerError:
     cause = getattr(err, "cause", None)
     text = f"{type(cause).__name__}: {cause}" if isinstance(cause, BaseException) else str(err)
     return WorkerError(f"a Ray worker failed: {first_line(text, err)}")
+
+
+#: Ray's settings for this (driver) process, read when Ray is imported: Ray's C++ failure-signal handler would
+#: turn a SIGTERM into a stack dump and an abort instead of the driver's own one-line exit
+DRIVER_SETTINGS = {"RAY_DISABLE_FAILURE_SIGNAL_HANDLER": "1"}
+
+
+@contextlib.contextmanager
+def own_sigterm():
+    """The process's SIGTERM handler as it was before the block: ``ray.init`` installs one of its own (an exit
+    with status 15), which would replace the driver's (``failures.run``: one line, outputs left as they were)."""
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def import_ray():
@@ -60,21 +84,15 @@ class Cluster:
         ready = "ray" in sys.modules and sys.modules["ray"].is_initialized()
         if not self.address and not ready:  # before Ray is even imported
             capacity.check_local(self.workers, self.gpus, self.model_bytes)
-        if self.address and "ray" not in sys.modules:  # Ray reads most of its connection limits on import
-            with join.environment(join.limits(self.timeout)):
+        if "ray" not in sys.modules:  # Ray reads these on import: set for this process, not Ray's children
+            settings = dict(DRIVER_SETTINGS, **(join.limits(self.timeout) if self.address else {}))
+            with join.environment(settings):
                 ray = import_ray()
         else:
             ray = import_ray()
         if not ray.is_initialized():
-            if self.address:
-                join.join(ray, self.address, self.timeout, include_dashboard=False, **local.quiet_logging())
-            else:
-                try:
-                    self._temp_dir = local.start(ray, self.workers * self.cpus, **local.quiet_logging())
-                except OptionError:
-                    raise
-                except Exception as err:  # Ray's own failure to start (its processes are gone: local.start)
-                    raise WorkerError(f"could not start a local Ray: {first_line(str(err), err)}") from err
+            with own_sigterm():
+                self._init(ray)
             self._owned = True
         try:
             self._check_resources(ray)
@@ -82,6 +100,17 @@ class Cluster:
             self._release(ray)
             raise
         return ray
+
+    def _init(self, ray) -> None:
+        if self.address:
+            join.join(ray, self.address, self.timeout, include_dashboard=False, **local.quiet_logging())
+        else:
+            try:
+                self._temp_dir = local.start(ray, self.workers * self.cpus, **local.quiet_logging())
+            except OptionError:
+                raise
+            except Exception as err:  # Ray's own failure to start (its processes are gone: local.start)
+                raise WorkerError(f"could not start a local Ray: {first_line(str(err), err)}") from err
 
     def _check_resources(self, ray) -> None:
         total = ray.cluster_resources()
@@ -99,9 +128,14 @@ class Cluster:
             local.stop(ray, self._temp_dir)
             self._temp_dir = None
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, err, tb):
         if self._owned:
             import ray
 
             self._release(ray)
+        cause = getattr(err, "__cause__", None)
+        if isinstance(err, SystemError) and isinstance(cause, BaseException) and not isinstance(cause, Exception):
+            # a signal handler's exception (SIGTERM's, say) raised while Ray's Cython waited comes out of Ray
+            # as a SystemError caused by it: the driver gets the handler's own exception back
+            raise cause.with_traceback(cause.__traceback__)
         return False
