@@ -516,7 +516,7 @@ def test_more_workers_than_the_machine_holds_is_one_line_and_starts_nothing(corp
     workers = capacity.cores() + 1
     out = tmp_path / "out"
     tree = Tree(_cli("-model", tmp_path / "unused.pt", "-src", corpus / "dev.src", "-output", out,
-                     "-ray_workers", workers), _env())
+                     "-ray_workers", workers, "-progress"), _env())
     rc, _, stderr = tree.watch(120)
     assert rc == 2
     _one_line_error(stderr, f"-ray_workers {workers} starts {workers} worker processes",
@@ -529,7 +529,7 @@ def test_more_workers_than_the_machine_holds_is_one_line_and_starts_nothing(corp
 def test_an_address_where_nothing_listens_is_one_line_at_once(corpus, tmp_path):
     port = _closed_port()
     tree = Tree(_cli("-model", tmp_path / "unused.pt", "-src", corpus / "dev.src", "-output", tmp_path / "out",
-                     "-ray_workers", "2", "-ray_address", f"127.0.0.1:{port}"), _env())
+                     "-ray_workers", "2", "-ray_address", f"127.0.0.1:{port}", "-progress"), _env())
     started = time.time()
     rc, _, stderr = tree.watch(60)
     assert rc == 2 and time.time() - started < 30

@@ -67,7 +67,7 @@ def run(opt, prepare=None, progress=None) -> dict:
     search, label = _search(opt)
     total = plan.count_lines(opt.src)
     start = time.time()
-    bar = _bar(opt, total)
+    bar = _bar(opt, total) if total == 0 else None  # else once Ray is up: a refused run prints its line alone
     sums = {"score": 0.0, "sentences": 0, "log_prob": 0.0, "tokens": 0, "rule_score": 0.0, "decoded": 0}
     redone = 0
     outputs = atomic.Outputs()
@@ -81,6 +81,7 @@ def run(opt, prepare=None, progress=None) -> dict:
             with Cluster(getattr(opt, "ray_address", None), workers, gpus, cpus_per_worker(opt),
                          model_bytes=file_bytes(getattr(opt, "models", None)),
                          timeout=getattr(opt, "ray_timeout", None)) as ray:
+                bar = _bar(opt, total)
                 report = _report_to(progress, bar)
                 try:
                     out, redone = _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report,
