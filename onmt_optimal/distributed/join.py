@@ -3,8 +3,8 @@
 Left alone, ``ray.init(address=...)`` retries a GCS that does not answer for minutes, printing Ray's warnings
 all the while. Here:
 
-* an address ``HOST:PORT`` is first reached with a plain TCP connection (``timeout`` seconds at most): a
-  refused connection, a host that does not resolve or one that does not answer is refused at once, in one line;
+* an address ``HOST:PORT`` is first reached with a plain TCP connection: a refused connection or a host that
+  does not resolve ends the run at once, a host that does not answer after ``timeout`` seconds, in one line;
 * Ray's own limits are set for the connection (where the user has not set them): one connection attempt
   (``RAY_gcs_server_port_wait_time_s``), each of its waits (connecting to the GCS, its pub-sub channel, the
   cluster's id: ``RAY_gcs_rpc_server_connect_timeout_s``, ``RAY_py_gcs_connect_timeout_s``) a third of
