@@ -11,10 +11,10 @@ Any corpus and any number of references work (e.g. the LDC NIST sets of the pape
 2. estimate the length ratio rho on dev, in model tokens (``onmt_optimal.length_ratio``);
 3. the sweep on dev: every decoder x beam sizes x rewards, one decode per beam size for all decoders that share
    the ordinary beam and one for the shrinking ones (``onmt_optimal.sweep``) -> OUT/dev_sweep.json;
-4. tune each decoder family's (beam, reward) on dev BLEU, decode test with it, and decode test at the fixed
-   settings too (stock default at b = 5 and the paper's b = 16; default and optimal stopping at b = 10 and 16
-   for the steps saved; the historical ``opennmt2017`` rule where the search core has it:
-   ``onmt_optimal.reproduce``) -> OUT/test_eval.json, every test output as OUT/hyps/test.KEY.txt and
+4. tune each decoder family's (beam, reward) on dev BLEU, the historical ``opennmt2017`` rule (the paper's
+   baseline) included, decode test with it, and decode test at the fixed settings too (stock default and
+   ``opennmt2017`` at b = 5 and the paper's b = 16; default, optimal stopping and ``opennmt2017`` at b = 10 and
+   16 for the steps saved: ``onmt_optimal.reproduce``) -> OUT/test_eval.json, every test output as OUT/hyps/test.KEY.txt and
    per-sentence steps, lengths and log-probabilities in OUT/test_sentences.json (so the paired-bootstrap
    p-values can be recomputed from committed files);
 5. tables with paired-bootstrap statistics, figures and OUT/README.md (``onmt_optimal.report``, as
