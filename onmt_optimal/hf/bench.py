@@ -1,0 +1,221 @@
+"""The transformers benchmark: ``optimal_beam_search`` beside transformers' own beam search on the same model.
+
+Models: a Marian encoder-decoder and a GPT-2 decoder, trained here for a few hundred steps on a synthetic
+task (source letters ``a..p``, each mapped to one upper-case letter, or two for ``i..p``) with a word-level
+tokenizer trained by ``tokenizers``: small, but real models whose beams end at different steps.
+
+Per model, beam size ``b`` and batch size, over the same inputs, each decode timed as the CPU time of the
+decoding thread (``time.thread_time``: the machine's other jobs do not count), rounds alternating the order:
+
+* ``hf``: transformers' default beam search (``early_stopping=False``; at ``b = 1`` its greedy search);
+* ``hf-never``: transformers' exact beam search (``early_stopping="never"``);
+* ``optimal``: ``custom_generate=optimal_beam_search, stopping="optimal"`` (the batch keeps its shape);
+* ``optimal-drop``: the same with ``drop_finished=True`` (done inputs leave the batch);
+
+each under transformers' ``length_penalty`` 0 (the log-probability) and 1.0 (its default normalization).
+
+Reported: sentences per second, decoder steps per sentence (transformers: the steps of the sentence's batch,
+which runs until its last sentence is done; ours: the step the certificate held), and how often the default
+heuristic's answer scores below the certificate's (the same beam, the same score; an answer is checked equal
+to ``hf-never``'s, as the tests do).
+"""
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+from transformers import GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel, PreTrainedTokenizerFast
+
+from onmt_optimal.hf.generate import optimal_beam_search
+
+LETTERS = "abcdefghijklmnop"
+SPECIALS = ["<pad>", "</s>", "<unk>", "<s>"]
+
+
+def target_of(words: list[str]) -> list[str]:
+    return [w.upper() for w in words for _ in range(2 if w >= "i" else 1)]
+
+
+def sources(n: int, seed: int, longest: int = 12) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(LETTERS) for _ in range(rng.randint(1, longest))) for _ in range(n)]
+
+
+@dataclass
+class Model:
+    name: str
+    model: torch.nn.Module
+    tokenizer: PreTrainedTokenizerFast
+    decoder_only: bool
+
+    def inputs(self, lines: list[str]) -> dict:
+        lines = [f"{line} =" for line in lines] if self.decoder_only else lines
+        return dict(self.tokenizer(lines, return_tensors="pt", padding=True))
+
+
+def _tokenizer(decoder_only: bool) -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.train_from_iterator([" ".join(LETTERS), " ".join(LETTERS.upper()), "="],
+                            trainers.WordLevelTrainer(special_tokens=SPECIALS))
+    if not decoder_only:
+        tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
+                                   bos_token="<s>")
+    fast.padding_side = "left" if decoder_only else "right"
+    return fast
+
+
+def train(decoder_only: bool, steps: int, width: int = 128, seed: int = 0) -> Model:
+    """A model trained on the synthetic task (Adam, batches of 32)."""
+    torch.manual_seed(seed)
+    tok = _tokenizer(decoder_only)
+    if decoder_only:
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=width, n_layer=2, n_head=4, n_positions=128,
+                                           activation_function="gelu", bos_token_id=3, eos_token_id=1,
+                                           pad_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
+    else:
+        model = MarianMTModel(MarianConfig(vocab_size=len(tok), d_model=width, encoder_layers=2, decoder_layers=2,
+                                           encoder_attention_heads=4, decoder_attention_heads=4,
+                                           encoder_ffn_dim=2 * width, decoder_ffn_dim=2 * width,
+                                           max_position_embeddings=128, pad_token_id=0, eos_token_id=1,
+                                           decoder_start_token_id=0, forced_eos_token_id=1, dropout=0.0))
+    model.generation_config.pad_token_id = 0
+    optim = torch.optim.Adam(model.parameters(), lr=2e-3)
+    rng = random.Random(seed)
+    model.train()
+    for _ in range(steps):
+        batch = [" ".join(rng.choice(LETTERS) for _ in range(rng.randint(1, 12))) for _ in range(32)]
+        targets = [" ".join(target_of(line.split())) for line in batch]
+        if decoder_only:
+            tok.padding_side = "right"
+            enc = tok([f"{s} = {t} </s>" for s, t in zip(batch, targets)], return_tensors="pt", padding=True)
+            tok.padding_side = "left"
+            labels = enc.input_ids.masked_fill(enc.attention_mask == 0, -100)
+        else:
+            enc = tok(batch, return_tensors="pt", padding=True)
+            labels = tok(targets, return_tensors="pt", padding=True).input_ids
+            labels = labels.masked_fill(labels == 0, -100)
+        loss = model(**enc, labels=labels).loss
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+    model.eval()
+    return Model("gpt2" if decoder_only else "marian", model, tok, decoder_only)
+
+
+VARIANTS = {
+    "hf": dict(),
+    "hf-never": dict(early_stopping="never"),
+    "optimal": dict(custom_generate=optimal_beam_search, stopping="optimal"),
+    "optimal-drop": dict(custom_generate=optimal_beam_search, stopping="optimal", drop_finished=True),
+}
+
+
+def decode(m: Model, lines: list[str], variant: str, beam: int, batch: int, max_new_tokens: int,
+           length_penalty: float):
+    """Decode ``lines`` in batches; returns (CPU seconds, per-line scores, per-line steps, per-line sequences)."""
+    calls = [0]
+    hook = m.model.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+    seconds, scores, steps, texts = 0.0, [], [], []
+    try:
+        for i in range(0, len(lines), batch):
+            chunk = lines[i:i + batch]
+            inputs = m.inputs(chunk)
+            calls[0] = 0
+            start = time.thread_time()
+            out = m.model.generate(**inputs, num_beams=beam, max_new_tokens=max_new_tokens,
+                                   length_penalty=length_penalty, return_dict_in_generate=True, output_scores=not variant.startswith("optimal"),
+                                   **VARIANTS[variant])
+            seconds += time.thread_time() - start
+            if variant.startswith("optimal"):
+                steps += [s["steps"] for s in out.search_stats]
+            else:
+                steps += [calls[0]] * len(chunk)
+            if getattr(out, "sequences_scores", None) is not None:  # (not from greedy search, b = 1)
+                scores += out.sequences_scores.tolist()
+            texts += out.sequences.tolist()
+    finally:
+        hook.remove()
+    return seconds, scores, steps, texts
+
+
+def run(lines: int = 64, beams=(1, 5, 10), batches=(1, 16), rounds: int = 3, max_new_tokens: int = 48,
+        train_steps: int = 400, models_=("marian", "gpt2"), length_penalties=(0.0, 1.0), log=print) -> dict:
+    torch.set_num_threads(1)
+    src = sources(lines, seed=7)
+    results = {"lines": lines, "rounds": rounds, "max_new_tokens": max_new_tokens, "train_steps": train_steps,
+               "torch": torch.__version__, "clock": "thread_time", "rows": []}
+    import transformers
+
+    results["transformers"] = transformers.__version__
+    for name in models_:
+        log(f"training {name} ({train_steps} steps)")
+        m = train(name == "gpt2", train_steps)
+        for lp, beam, batch in ((lp, beam, batch) for lp in length_penalties for beam in beams for batch in batches):
+            if True:
+                times = {v: [] for v in VARIANTS}
+                answers = {}
+                for r in range(rounds):
+                    order = list(VARIANTS) if r % 2 == 0 else list(reversed(VARIANTS))
+                    for variant in order:
+                        seconds, scores, steps, texts = decode(m, src, variant, beam, batch, max_new_tokens, lp)
+                        times[variant].append(seconds)
+                        answers[variant] = (scores, steps, texts)
+                row = {"model": name, "length_penalty": lp, "beam": beam, "batch": batch}
+                for variant in VARIANTS:
+                    best = min(times[variant])
+                    row[f"{variant}_sent_per_s"] = lines / best
+                    row[f"{variant}_steps"] = statistics.mean(answers[variant][1])
+                row["optimal_over_hf"] = row["optimal_sent_per_s"] / row["hf_sent_per_s"]
+                row["optimal_over_hf_never"] = row["optimal_sent_per_s"] / row["hf-never_sent_per_s"]
+                row["drop_over_hf"] = row["optimal-drop_sent_per_s"] / row["hf_sent_per_s"]
+                if beam > 1:
+                    certified, default = answers["optimal"][0], answers["hf"][0]
+                    row["hf_worse"] = sum(d < c for d, c in zip(default, certified))
+                    row["same_as_hf_never"] = answers["optimal"][2] == answers["hf-never"][2]
+                log(json.dumps(row))
+                results["rows"].append(row)
+    return results
+
+
+def render(results: dict) -> str:
+    lines = [
+        "# optimal_beam_search beside transformers' beam search (CPU)",
+        "",
+        f"transformers {results['transformers']}, torch {results['torch']}, one thread; {results['lines']} "
+        f"inputs of the synthetic task, max_new_tokens {results['max_new_tokens']}, best of "
+        f"{results['rounds']} rounds (CPU time of the decoding thread). Models trained "
+        f"{results['train_steps']} steps (onmt_optimal/hf/bench.py). `hf`: transformers' default beam search "
+        "(early_stopping=False; greedy search at b = 1); `hf-never`: its exact beam search; `optimal`: "
+        "custom_generate=optimal_beam_search, stopping='optimal' (`-drop`: drop_finished=True); lp: transformers' length_penalty (its default "
+        "1.0; 0: the log-probability), the score of all three. Steps: decoder steps per sentence (transformers: its batch's). `hf worse`: inputs where the "
+        "default heuristic's answer scores below the certificate's; `= never`: the certificate's sequences are "
+        "transformers' exact ones.",
+        "",
+        "| model | lp | b | batch | hf sent/s | hf-never sent/s | optimal sent/s | optimal-drop sent/s | optimal/hf "
+        "| optimal/hf-never | optimal-drop/hf | steps hf | steps never | steps optimal | hf worse | = never |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results["rows"]:
+        lines.append(
+            f"| {r['model']} | {r['length_penalty']:g} | {r['beam']} | {r['batch']} | {r['hf_sent_per_s']:.1f} | "
+            f"{r['hf-never_sent_per_s']:.1f} | {r['optimal_sent_per_s']:.1f} | {r['optimal-drop_sent_per_s']:.1f} | "
+            f"{r['optimal_over_hf']:.3f} | {r['optimal_over_hf_never']:.3f} | {r['drop_over_hf']:.3f} | {r['hf_steps']:.1f} | {r['hf-never_steps']:.1f} | "
+            f"{r['optimal_steps']:.1f} | {r.get('hf_worse', '-')} / {results['lines']} | "
+            f"{r.get('same_as_hf_never', '-')} |")
+    return "\n".join(lines) + "\n"
+
+
+def write(results: dict, out: Path) -> None:
+    """``out`` (.md) and its .json beside it, each written whole (a temporary file renamed over it)."""
+    for path, text in ((out.with_suffix(".json"), json.dumps(results, indent=1) + "\n"), (out, render(results))):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Benchmark: optimal_beam_search beside transformers' own beam search (onmt_optimal/hf/bench.py says what and how).
+
+    python scripts/bench_hf.py [--lines 64] [--beams 1,5,10] [--batches 1,16] [--rounds 3] [--models marian,gpt2] [--length-penalties 0,1]
+
+Writes benchmarks/RESULTS-hf.md and benchmarks/RESULTS-hf.json (or --out PATH.md and its .json).
+"""
+import argparse
+import sys
+from pathlib import Path
+
+from onmt_optimal.hf import bench
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--lines", type=int, default=64)
+    p.add_argument("--beams", default="1,5,10")
+    p.add_argument("--batches", default="1,16")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--max-new-tokens", type=int, default=48)
+    p.add_argument("--train-steps", type=int, default=400)
+    p.add_argument("--models", default="marian,gpt2")
+    p.add_argument("--length-penalties", default="0,1")
+    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "benchmarks" / "RESULTS-hf.md")
+    args = p.parse_args(argv)
+    try:
+        beams = [int(x) for x in args.beams.split(",")]
+        batches = [int(x) for x in args.batches.split(",")]
+    except ValueError:
+        p.error("--beams and --batches take comma-separated integers")
+    models = args.models.split(",")
+    if not set(models) <= {"marian", "gpt2"}:
+        p.error("--models takes marian and/or gpt2")
+    if not args.out.parent.is_dir():
+        p.error(f"--out {args.out}: directory {args.out.parent} does not exist")
+    results = bench.run(args.lines, beams, batches, args.rounds, args.max_new_tokens, args.train_steps, models,
+                        [float(x) for x in args.length_penalties.split(",")],
+                        log=lambda line: print(line, file=sys.stderr, flush=True))
+    bench.write(results, args.out)
+    print(bench.render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
