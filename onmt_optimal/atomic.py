@@ -1,31 +1,36 @@
 """Output files that appear whole or not at all: a run's outputs are written beside their targets and renamed into
 place together, once every one of them is complete.
 
-``Outputs`` is one run's set of output files (``-output``, ``-stats_file``). ``path(flag, target)`` hands the
-writer the path to write ``target``'s content to; ``commit()`` makes every target hold what was written;
-``abort()`` (or leaving ``with Outputs() as outputs:`` by an exception) removes what was written and leaves every
-target as it was. Both toolkits and the Ray driver write through it, each with its own writer (OpenNMT-py and eole
-open the path with ``codecs.open(path, "w+", "utf-8")`` as they open ``-output``), so the bytes are theirs.
+``Outputs`` is one run's set of output files (``-output``, ``-stats_file``). A writer asks for where to write a
+target's content, either as a path (``path``: the toolkit opens it itself, eole's ``codecs.open(path, "w+",
+"utf-8")``) or as an open binary file (``open``: for writers that stream, OpenNMT-py's translator and the Ray
+driver); ``commit()`` makes every target hold what was written; ``abort()`` (or leaving ``with Outputs() as
+outputs:`` by an exception) removes what was written and leaves every target as it was.
 
 Three kinds of target:
 
-* a file (existing regular file, or none yet): written to a temporary file in the target's directory (the
+* a file (an existing regular file, or none yet): written to a temporary file in the target's directory (the
   directory of the file a symbolic link points to), named ``<name>.<random>.partial`` so that a user who sees one
   knows what it is (``tail -f`` follows a run's output there). ``commit`` flushes every temporary file to the
   disk (``fsync``), gives each the mode bits (and, where allowed, the owner and group) of the file it replaces,
   then renames each onto its target and syncs the directory. A failed or interrupted run removes them; a killed
   one (SIGKILL, power loss) leaves one behind and every target as it was. The rename gives the target a new
   inode: another hard link to the old file keeps the old content;
-* a stream (``/dev/...``, ``/proc/...``, or an existing FIFO, socket or device): written in place as it comes, as
-  the toolkits always did (``-output /dev/stdout`` shows lines as they are decoded);
-* ``-`` (standard output): written to a temporary file, copied to standard output by ``commit``.
+* standard output (``-``, ``/dev/stdout``, ``/dev/fd/1``): ``open`` gives a duplicate of file descriptor 1, so lines
+  appear as they are written and at the right place when the shell sent standard output to a file (reopening
+  ``/dev/stdout`` would truncate that file and write over it from its start, and fails on a pipe);
+* any other stream (a FIFO, a socket, a device such as ``/dev/null``, anything under ``/dev`` or ``/proc``):
+  ``open`` opens it for writing only (no seek: a pipe cannot), in place.
 
-Invariant: between ``path`` and ``commit``/``abort`` no target file is touched; after a failed ``commit``, the
-targets renamed before the failure hold the new content and the others the old (renames come after every
-temporary file is complete and synced, so that only a rename failing, e.g. the directory removed mid-run, can
-split a run's files). Every failure is an ``OutputError``: one line naming the flag, the file and what was kept.
-Outputs not committed are also removed at interpreter exit (``atexit``) and by ``abort_all`` (the command-line
-wrappers call it once a command ends).
+For a stream or standard output, ``path`` hands a temporary file instead, whose content ``commit`` copies there
+(eole writes its whole output at the end anyway; its ``"w+"`` cannot open a pipe).
+
+Invariant: between ``path``/``open`` and ``commit``/``abort`` no target file is touched (streams get what is
+written to them); after a failed ``commit``, the targets renamed before the failure hold the new content and the
+others the old (renames come after every temporary file is complete and synced, so that only a rename failing,
+e.g. the directory removed mid-run, can split a run's files). Every failure is an ``OutputError``: one line naming
+the flag, the file and what was kept. Outputs not committed are also removed at interpreter exit (``atexit``) and
+by ``abort_all`` (the command-line wrappers call it once a command ends by an exception).
 """
 from __future__ import annotations
 
@@ -35,9 +40,12 @@ import os
 import secrets
 import stat
 import sys
+import tempfile
 
 #: the target that means standard output
 STDOUT = "-"
+#: other names of standard output
+STDOUT_PATHS = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
 #: what a temporary file's name ends with
 SUFFIX = ".partial"
 
@@ -49,13 +57,16 @@ class OutputError(RuntimeError):
     """An output could not be written; the message is one line: the flag, the file, the reason, what was kept."""
 
 
+def is_stdout(target: str) -> bool:
+    """Whether ``target`` names standard output (``-``, ``/dev/stdout``, ``/dev/fd/1``)."""
+    return target == STDOUT or os.path.abspath(target) in STDOUT_PATHS
+
+
 def streamed(target: str) -> bool:
-    """Whether ``target`` is written in place as a stream (see the module docstring): a path under ``/dev`` or
-    ``/proc`` (``/dev/stdout`` stays a stream even when the shell pointed standard output at a regular file) or an
-    existing file that is not a regular file (a FIFO, a socket, a device)."""
-    if target == STDOUT:
-        return False
-    if os.path.abspath(target).startswith(("/dev/", "/proc/")):
+    """Whether ``target`` is a stream, written as it comes rather than renamed into place (see the module
+    docstring): standard output, a path under ``/dev`` or ``/proc`` (even when the shell pointed standard output
+    at a regular file), or an existing file that is not a regular file (a FIFO, a socket, a device)."""
+    if is_stdout(target) or os.path.abspath(target).startswith(("/dev/", "/proc/")):
         return True
     try:
         mode = os.stat(target).st_mode
@@ -68,39 +79,43 @@ def _reason(err: OSError) -> str:
     return err.strerror or type(err).__name__
 
 
+def _create(flag: str, target: str, directory: str, name: str, kept: str) -> str:
+    """An empty file ``<name>.<random>.partial`` in ``directory``, mode 0666 less the umask (as a new target
+    would get)."""
+    for _ in range(100):
+        path = os.path.join(directory, f"{name}.{secrets.token_hex(4)}{SUFFIX}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return path
+        except FileExistsError:
+            continue
+        except OSError as err:
+            raise OutputError(f"{flag} {target}: cannot create a file in {directory} ({_reason(err)}); "
+                              f"{kept}") from None
+    raise OutputError(f"{flag} {target}: no free temporary name in {directory}; {kept}")
+
+
 class _File:
-    """One target and the temporary file its content goes to (``temp``; None for a stream)."""
+    """One target: the temporary file its content goes to (``temp``), if any, and whether ``commit`` renames it
+    (a file) or copies it (a stream written through ``path``)."""
 
     def __init__(self, flag: str, target: str):
         self.flag, self.target = flag, target
         self.stream = streamed(target)
-        self.real = None if self.stream or target == STDOUT else os.path.realpath(target)
+        self.real = None if self.stream else os.path.realpath(target)
         self.temp = None
         if self.real is not None:
-            self.temp = self._create(os.path.dirname(self.real), os.path.basename(self.real))
-        elif target == STDOUT:
-            import tempfile
+            self.temp = _create(flag, target, os.path.dirname(self.real), os.path.basename(self.real), self.kept())
 
-            self.temp = self._create(tempfile.gettempdir(), "stdout")
-
-    def _create(self, directory: str, name: str) -> str:
-        """An empty file ``<name>.<random>.partial`` in ``directory``, mode 0666 less the umask (as a new target
-        would get)."""
-        for _ in range(100):
-            path = os.path.join(directory, f"{name}.{secrets.token_hex(4)}{SUFFIX}")
-            try:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-                return path
-            except FileExistsError:
-                continue
-            except OSError as err:
-                raise OutputError(f"{self.flag} {self.target}: cannot create a file in {directory} "
-                                  f"({_reason(err)}); {self.kept()}") from None
-        raise OutputError(f"{self.flag} {self.target}: no free temporary name in {directory}; {self.kept()}")
+    def temp_for_stream(self) -> str:
+        if self.temp is None:
+            name = "stdout" if is_stdout(self.target) else os.path.basename(self.target) or "stream"
+            self.temp = _create(self.flag, self.target, tempfile.gettempdir(), name, self.kept())
+        return self.temp
 
     def kept(self) -> str:
         """What the user still has: the earlier file, or nothing written."""
-        if self.target == STDOUT or self.stream:
+        if self.stream:
             return "nothing more was written"
         return (f"{self.target} was left as it was" if os.path.lexists(self.target)
                 else f"{self.target} was not created")
@@ -112,8 +127,6 @@ class _File:
             os.fsync(fd)
         finally:
             os.close(fd)
-        if self.real is None:
-            return
         try:
             st = os.stat(self.real)
         except FileNotFoundError:
@@ -123,6 +136,22 @@ class _File:
             os.chown(self.temp, st.st_uid, st.st_gid)
         except OSError:
             pass  # not ours to give away: the file gets our owner, as a new file would
+
+    def copy(self) -> None:
+        """A stream's content (written through ``path``) to the stream."""
+        if is_stdout(self.target):
+            sys.stdout.flush()
+            out, close = sys.stdout.buffer, False
+        else:
+            out, close = open(self.target, "wb"), True
+        try:
+            with open(self.temp, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    out.write(chunk)
+            out.flush()
+        finally:
+            if close:
+                out.close()
 
     def remove(self) -> None:
         if self.temp is not None:
@@ -141,14 +170,33 @@ class Outputs:
         self._files: dict[str, _File] = {}
 
     # ---------------------------------------------------------------- writing
-    def path(self, flag: str, target: str) -> str:
-        """Where to write ``target``'s content (under ``flag``'s name in messages): a temporary file, or the target
-        itself for a stream. The same path for the same flag until ``commit`` or ``abort``."""
+    def _file(self, flag: str, target: str) -> _File:
         if flag not in self._files:
             self._files[flag] = _File(flag, target)
             _pending.add(self)
-        f = self._files[flag]
-        return f.temp if f.temp is not None else f.target
+        return self._files[flag]
+
+    def path(self, flag: str, target: str) -> str:
+        """A path to write ``target``'s content to (``flag`` names it in messages): a temporary file, renamed onto
+        the target by ``commit`` (or, for a stream, copied to it). The same path for the same flag until
+        ``commit`` or ``abort``."""
+        f = self._file(flag, target)
+        return f.temp if not f.stream else f.temp_for_stream()
+
+    def open(self, flag: str, target: str):
+        """A binary file to write ``target``'s content to as it comes: the temporary file of a file target, the
+        stream itself otherwise (standard output: a duplicate of its descriptor). Once per flag and run; the
+        caller closes it before ``commit``. A failure to open it is an ``OutputError``."""
+        f = self._file(flag, target)
+        try:
+            if not f.stream:
+                return open(f.temp, "wb")
+            if is_stdout(target):
+                sys.stdout.flush()  # what was printed before comes first
+                return os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+            return open(target, "wb")
+        except OSError as err:
+            raise self.error(flag, err) from None
 
     def error(self, flag: str, err: OSError) -> OutputError:
         """The ``OutputError`` for ``err``, raised while writing ``flag``'s file; every file of the run is removed
@@ -169,10 +217,11 @@ class Outputs:
 
     # ---------------------------------------------------------------- ending
     def commit(self) -> None:
-        """Every file complete on the disk, then renamed onto its target; ``-`` copied to standard output."""
+        """Every file complete on the disk, then renamed onto its target; streams written through ``path`` get
+        their content last."""
         files = list(self._files.values())
         for f in files:
-            if f.temp is None:
+            if f.temp is None or f.stream:
                 continue
             try:
                 f.sync()
@@ -180,7 +229,7 @@ class Outputs:
                 raise self.error(f.flag, err) from None
         renamed = []
         for f in files:
-            if f.real is None:
+            if f.stream:
                 continue
             try:
                 os.replace(f.temp, f.real)
@@ -195,9 +244,9 @@ class Outputs:
         for directory in {os.path.dirname(f.real) for f in renamed}:
             _sync_directory(directory)
         for f in files:
-            if f.target == STDOUT and f.temp is not None:
+            if f.stream and f.temp is not None:
                 try:
-                    _copy_to_stdout(f.temp)
+                    f.copy()
                 except OSError as err:
                     raise self.error(f.flag, err) from None
                 f.remove()
@@ -241,26 +290,16 @@ def _sync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def _copy_to_stdout(path: str) -> None:
-    sys.stdout.flush()
-    out = sys.stdout.buffer
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            out.write(chunk)
-    out.flush()
-
-
 class TextFile:
-    """A text file written through ``outputs`` under ``flag`` (UTF-8; ``newline`` as ``open`` takes it: "" writes
-    "\\n" as it is), with ``write``/``flush``/``close``; a failure is an ``OutputError`` (and removes the run's
-    files). ``close`` leaves the file to ``outputs.commit``."""
+    """A text file written as it comes through ``outputs.open`` under ``flag`` (UTF-8; ``newline`` as ``open``
+    takes it: "" writes "\\n" as it is), with ``write``/``flush``/``close``; a failure is an ``OutputError`` (and
+    removes the run's files). ``close`` leaves the file to ``outputs.commit``."""
 
     def __init__(self, outputs: Outputs, flag: str, target: str, newline: str | None = ""):
+        import io
+
         self.outputs, self.flag = outputs, flag
-        try:
-            self._file = open(outputs.path(flag, target), "w", encoding="utf-8", newline=newline)
-        except OSError as err:
-            raise outputs.error(flag, err) from None
+        self._file = io.TextIOWrapper(outputs.open(flag, target), encoding="utf-8", newline=newline)
 
     def write(self, text: str) -> None:
         try:

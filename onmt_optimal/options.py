@@ -133,7 +133,7 @@ def _check_distinct(opt) -> None:
     """-output, -stats_file and -src name three different files: one written over the other loses data (stock
     OpenNMT-py wrote the statistics over the translations, eole the translations over the statistics, and an
     -output equal to -src emptied the source before it was read)."""
-    src, output, stats = (getattr(opt, name, None) for name in ("src", "output", "stats_file"))
+    src, output, stats, log = (getattr(opt, name, None) for name in ("src", "output", "stats_file", "log_file"))
     if stats and output and _same_file(stats, output):
         raise OptionError(f"-stats_file {stats} and -output {output} are the same file: one would overwrite the "
                           f"other; name two different files")
@@ -141,6 +141,9 @@ def _check_distinct(opt) -> None:
         if path and src and isinstance(src, str) and _same_file(path, src):
             raise OptionError(f"{flag} {path} is the -src file: writing it would destroy the input; name "
                               f"another file")
+        if path and log and _same_file(path, log):
+            raise OptionError(f"-log_file {log} is the {flag} file: the log would be mixed into it, then lost; "
+                              f"name another file")
 
 
 def _check_device(opt) -> None:
@@ -211,6 +214,7 @@ def validate(opt) -> None:
     _check_readable("-src", getattr(opt, "src", None))
     _check_writable("-stats_file", getattr(opt, "stats_file", None))
     _check_writable("-output", getattr(opt, "output", None))
+    _check_writable("-log_file", getattr(opt, "log_file", None) or None)
     _check_distinct(opt)
     _check_device(opt)
     validate_workers(opt)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 
 import pytest
 
@@ -84,23 +85,57 @@ def test_a_symbolic_link_stays_and_its_file_gets_the_content(tmp_path):
     assert link.is_symlink() and real.read_text() == "new\n"
 
 
-def test_streams_are_written_in_place(tmp_path):
+def test_what_is_a_stream(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert atomic.streamed(str(fifo)) and atomic.streamed("/dev/stdout") and atomic.streamed(os.devnull)
-    assert not atomic.streamed(str(tmp_path / "file")) and not atomic.streamed(atomic.STDOUT)
+    for target in (str(fifo), "/dev/stdout", "-", os.devnull):
+        assert atomic.streamed(target), target
+    assert not atomic.streamed(str(tmp_path / "file"))
+    assert atomic.is_stdout("-") and atomic.is_stdout("/dev/stdout") and not atomic.is_stdout(os.devnull)
+
+
+def test_a_fifo_is_written_as_it_comes(tmp_path):
+    """Stock's codecs.open(path, "w+") cannot open a pipe (not seekable)."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
     with atomic.Outputs() as outputs:
-        assert outputs.path("-output", os.devnull) == os.devnull
+        with outputs.open("-output", str(fifo)) as f:
+            f.write(b"line one\n")
+        outputs.commit()
+    reader.join(timeout=10)
+    assert got == [b"line one\n"] and partials(tmp_path) == []
+
+
+def test_standard_output_is_written_as_it_comes_through_open(capfd):
+    print("printed before", flush=True)
+    with atomic.Outputs() as outputs:
+        with outputs.open("-output", "/dev/stdout") as f:
+            f.write(b"line one\n")
+            f.flush()
+            assert capfd.readouterr().out == "printed before\nline one\n"
         outputs.commit()
 
 
-def test_stdout_gets_the_content_once_the_run_succeeded(capfd):
+@pytest.mark.parametrize("target", ["-", "/dev/stdout"])
+def test_standard_output_gets_a_path_s_content_once_the_run_succeeded(capfd, target):
     with atomic.Outputs() as outputs:
-        with open(outputs.path("-output", atomic.STDOUT), "w") as f:
+        with open(outputs.path("-output", target), "w") as f:
             f.write("line one\nline two\n")
         assert capfd.readouterr().out == ""
         outputs.commit()
     assert capfd.readouterr().out == "line one\nline two\n"
+
+
+def test_a_failed_run_writes_nothing_to_standard_output_through_a_path(capfd):
+    with pytest.raises(KeyboardInterrupt):
+        with atomic.Outputs() as outputs:
+            with open(outputs.path("-output", "-"), "w") as f:
+                f.write("half")
+            raise KeyboardInterrupt
+    assert capfd.readouterr().out == ""
 
 
 def test_a_directory_removed_before_the_rename_is_one_error_and_no_target_changes(tmp_path):

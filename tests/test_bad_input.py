@@ -318,3 +318,14 @@ def test_ratio_command_refuses_a_hostile_checkpoint_in_one_line(src, tmp_path):
     assert "Traceback" not in proc.stderr and "pwned" not in proc.stdout
     errors = [line for line in proc.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1 and errors[0].startswith("onmt-optimal ratio: error: ") and "posix.system" in errors[0]
+
+
+@pytest.mark.parametrize("where", ["missing directory", "the -output file"])
+def test_a_log_file_that_cannot_be_one_is_refused(translate, toy_model, src, tmp_path, where):
+    """Stock: a FileNotFoundError traceback; or the log lines mixed into the translations."""
+    out = tmp_path / "out"
+    out.write_text("keep\n")
+    log = tmp_path / "no_such_dir" / "log" if where == "missing directory" else out
+    proc = translate("-model", toy_model, "-src", src, "-output", out, "-log_file", log)
+    line = assert_one_error_line(proc, 2)
+    assert "-log_file" in line and out.read_text() == "keep\n"

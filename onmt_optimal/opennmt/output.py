@@ -12,12 +12,13 @@ from onmt_optimal import atomic
 class RunOutput:
     """``-output`` for one run of ``Translator._translate`` (then for the next one, if any).
 
-    The file is opened on first use, with stock's own ``codecs.open(..., "w+", "utf-8")`` (so the bytes are
-    stock's), at ``outputs.path("-output", path)``: a temporary file beside the target, or the target itself when
-    it is a stream (``/dev/stdout``, a FIFO: lines appear as they are decoded, as in stock). ``commit`` renames it
-    (and whatever else the run wrote through ``outputs``, ``-stats_file``) into place; ``abort`` removes it.
-    Invariant: the target is untouched until ``commit``. A write that fails raises ``atomic.OutputError`` (one
-    line) after removing the run's files. Any other attribute is the open file's."""
+    The file is opened on first use (``outputs.open("-output", path)``: a temporary file beside the target, or
+    the stream itself, ``-``/``/dev/stdout``, a FIFO, where lines appear as they are decoded) and written through
+    a UTF-8 ``codecs`` writer, as stock's ``codecs.open(path, "w+", "utf-8")`` writes: the same bytes (stock's
+    ``"w+"`` could not open a pipe). ``commit`` renames it (and whatever else the run wrote through ``outputs``,
+    ``-stats_file``) into place; ``abort`` removes it. Invariant: the target is untouched until ``commit``. A
+    write that fails raises ``atomic.OutputError`` (one line) after removing the run's files. Any other
+    attribute is the open file's."""
 
     def __init__(self, path: str):
         self.path = path
@@ -28,11 +29,7 @@ class RunOutput:
         if self._file is None:
             import codecs
 
-            where = self.outputs.path("-output", self.path)
-            try:
-                self._file = codecs.open(where, "w+", "utf-8")
-            except OSError as err:
-                raise self.outputs.error("-output", err) from None
+            self._file = codecs.getwriter("utf-8")(self.outputs.open("-output", self.path))
         return self._file
 
     def write(self, text: str) -> None:
