@@ -73,6 +73,8 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
         _check_cache(model, model_kwargs[cache_key])
     b = search.num_beams
     prompt_len = input_ids.shape[1]
+    if prompt_len == 0:
+        raise ValueError("optimal_beam_search needs input_ids (a prompt of token ids), not inputs_embeds alone")
     T = generation_config.max_length - prompt_len
     if T < 1:
         raise ValueError(f"max_length ({generation_config.max_length}) leaves no token to generate after the "

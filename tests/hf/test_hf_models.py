@@ -94,3 +94,11 @@ def test_a_static_cache_works_unless_inputs_are_dropped(decoder_only):
     assert torch.equal(theirs.sequences, mine.sequences)
     with pytest.raises(ValueError, match="drop_finished=True does not take a StaticCache"):
         generate(decoder_only, SOURCES[:4], custom_generate=optimal_beam_search, drop_finished=True, **settings)
+
+
+def test_inputs_embeds_alone_is_refused(decoder_only):
+    inputs = decoder_only.inputs(SOURCES[:2])
+    embeds = decoder_only.model.get_input_embeddings()(inputs["input_ids"])
+    with pytest.raises(ValueError, match="needs input_ids"):
+        decoder_only.model.generate(inputs_embeds=embeds, attention_mask=inputs["attention_mask"], num_beams=3,
+                                    max_new_tokens=4, custom_generate=optimal_beam_search)
