@@ -9,10 +9,16 @@ byte.
 from __future__ import annotations
 
 import json
+import os
+import resource
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import toy_eole
 from float32 import score_tolerance
 
 COMMON = ["-max_length_ratio", "0", "-max_length", "30"]
@@ -223,3 +229,164 @@ def test_bad_options_give_one_line_and_exit_2(ours, encoder_decoder, src, tmp_pa
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("eole predict: error: "), done.stderr
     assert mentions in done.stderr
     assert (tmp_path / "out").read_text() == "earlier output\n"
+
+
+# ---------------------------------------------------------------- nothing lost, one line for every fault
+EOLE = str(Path(sys.executable).parent / "eole")
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
+ENV.pop("ONMT_OPTIMAL_DISABLE", None)
+OURS = ["-length_penalty", "none", "-stopping", "optimal"]
+EARLIER, EARLIER_STATS = "earlier output\n", '{"earlier": "statistics"}\n'
+
+
+def earlier_files(directory: Path) -> tuple[Path, Path]:
+    out, stats_file = directory / "out.txt", directory / "stats.jsonl"
+    out.write_text(EARLIER)
+    stats_file.write_text(EARLIER_STATS)
+    return out, stats_file
+
+
+def partials(directory: Path) -> list[str]:
+    return [p.name for p in directory.iterdir() if p.name.endswith(".partial")]
+
+
+def one_error_line(returncode, stderr, status) -> str:
+    assert returncode == status, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if "eole predict: error:" in line]
+    assert len(errors) == 1, stderr[-3000:]
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def large_src(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("large")
+    toy_eole.write_pairs(d / "large", 5000, seed=4, kind="encoder_decoder", max_len=12)
+    return d / "large.src"
+
+
+@pytest.mark.parametrize("how", ["same path", "hard link"])
+def test_stats_file_equal_to_output_is_refused_and_both_are_kept(ours, encoder_decoder, src, tmp_path, how):
+    """Stock (with the plugin before this fix) wrote the statistics, then the output over them, exit 0."""
+    out = tmp_path / "out.txt"
+    out.write_text(EARLIER)
+    stats_file = out if how == "same path" else tmp_path / "hard.txt"
+    if how == "hard link":
+        os.link(out, stats_file)
+    done = run(ours, encoder_decoder, src, out, *OURS, "-stats_file", stats_file, check=False)
+    line = one_error_line(done.returncode, done.stderr, 2)
+    assert "same file" in line and out.read_text() == EARLIER
+
+
+def test_a_source_that_is_not_utf8_is_one_line_saying_where(ours, encoder_decoder, tmp_path):
+    bad = tmp_path / "bad.src"
+    bad.write_bytes(b"a b\nc \xff d\n")
+    out = tmp_path / "out.txt"
+    out.write_text(EARLIER)
+    done = run(ours, encoder_decoder, bad, out, check=False)
+    line = one_error_line(done.returncode, done.stderr, 1)
+    assert "line 2 is not UTF-8" in line and "byte offset 6" in line, line
+    assert out.read_text() == EARLIER and partials(tmp_path) == []
+
+
+@pytest.mark.parametrize("args,mentions", [
+    (["-beam_size", "0"], "-beam_size must be at least 1"),
+    (["-beam_size", "-1"], "-beam_size must be at least 1"),
+    (["-n_best", "0"], "-n_best must be at least 1"),
+    (["-n_best", "0", *OURS], "-n_best must be at least 1"),
+    (["-max_length", "0", *OURS], "-max_length must be at least 1"),
+    (["-model_path", "/nonexistent/model"], "no such directory"),
+], ids=lambda a: " ".join(a) if isinstance(a, list) else "")
+def test_sizes_and_paths_that_crashed_are_one_line(ours, encoder_decoder, src, tmp_path, args, mentions):
+    out = tmp_path / "out.txt"
+    out.write_text(EARLIER)
+    done = ours.predict("-model_path", encoder_decoder, "-src", src, "-output", out, *args)
+    line = one_error_line(done.returncode, done.stderr, 2)
+    assert mentions in line and out.read_text() == EARLIER
+
+
+def test_max_length_zero_without_new_options_stays_stock(ours, stock, encoder_decoder, src, tmp_path):
+    """Stock eole answers -max_length 0 with empty lines (exit 0); only our search refuses it."""
+    run(stock, encoder_decoder, src, tmp_path / "stock", "-max_length", "0")
+    run(ours, encoder_decoder, src, tmp_path / "ours", "-max_length", "0")
+    assert (tmp_path / "ours").read_bytes() == (tmp_path / "stock").read_bytes()
+
+
+def test_n_best_above_the_beam_is_padded_as_in_opennmt(ours, encoder_decoder, src, tmp_path):
+    """eole 0.6.4 keeps at most beam_size answers a line and then failed with an IndexError."""
+    common = [*COMMON, *OURS, "-beam_size", "2"]
+    run(ours, encoder_decoder, src, tmp_path / "one", *common)
+    run(ours, encoder_decoder, src, tmp_path / "five", *common, "-n_best", "5")
+    one, five = lines(tmp_path / "one"), lines(tmp_path / "five")
+    assert len(five) == 5 * len(one) == 200
+    assert [five[5 * i] for i in range(len(one))] == one
+
+
+@pytest.mark.parametrize("text,mentions", [
+    ("beam_siz: 3\n", "unknown option 'beam_siz'"),
+    ("beam_size: three\n", "-beam_size"),
+    ("beam_size: [3\n", "not valid YAML (line"),
+])
+def test_a_bad_config_is_one_line(ours, encoder_decoder, src, tmp_path, text, mentions):
+    config = tmp_path / "c.yaml"
+    config.write_text(f"model_path: {encoder_decoder}\nsrc: {src}\noutput: {tmp_path / 'out'}\n\n{text}")
+    done = ours.predict("-config", config)
+    line = one_error_line(done.returncode, done.stderr, 2)
+    assert mentions in line, line
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_missing_config_is_one_line(ours, tmp_path):
+    done = ours.predict("-config", tmp_path / "nonexistent.yaml")
+    line = one_error_line(done.returncode, done.stderr, 2)
+    assert "nonexistent.yaml" in line and "No such file" in line
+
+
+def _file_size_limit(limit: int):
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG, as on a full disk
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return limited
+
+
+@pytest.mark.parametrize("which,limit", [("-output", 256), ("-stats_file", 2048)])
+def test_a_full_disk_is_one_line_and_loses_nothing(encoder_decoder, src, tmp_path, which, limit):
+    """The 40 lines' output is past 256 bytes but within 2 KB, their statistics past 2 KB (so the output alone
+    is written by stock eole's search, the statistics with ours). Stock eole emptied the earlier output and
+    failed with a traceback; with the statistics, the earlier ones were lost."""
+    out, stats_file = earlier_files(tmp_path)
+    ours = ["-stats_file", stats_file, *OURS] if which == "-stats_file" else []
+    done = subprocess.run([EOLE, "predict", "-model_path", encoder_decoder, "-src", src, "-output", out, *ours],
+                          env=ENV, capture_output=True, text=True, preexec_fn=_file_size_limit(limit))
+    line = one_error_line(done.returncode, done.stderr, 1)
+    assert line.startswith(f"eole predict: error: {which} ") and "File too large" in line, line
+    assert out.read_text() == EARLIER and stats_file.read_text() == EARLIER_STATS and partials(tmp_path) == []
+
+
+@pytest.mark.parametrize("signum,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_a_decode_is_one_line_and_loses_nothing(encoder_decoder, large_src, tmp_path, signum,
+                                                               status):
+    out, stats_file = earlier_files(tmp_path)
+    proc = subprocess.Popen([EOLE, "predict", "-model_path", encoder_decoder, "-src", large_src, "-output", out,
+                             "-stats_file", stats_file, *OURS], env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in proc.stderr:  # eole logs this line just before it decodes
+        seen.append(line)
+        if "Inference extensions" in line:
+            break
+    proc.send_signal(signum)
+    seen.append(proc.stderr.read())
+    proc.wait(timeout=120)
+    line = one_error_line(proc.returncode, "".join(seen), status)
+    assert ("interrupted" if signum == signal.SIGINT else "terminated") in line
+    assert out.read_text() == EARLIER and stats_file.read_text() == EARLIER_STATS and partials(tmp_path) == []
+
+
+def test_output_to_a_pipe_gets_every_line(encoder_decoder, src):
+    """Stock eole's codecs.open(path, "w+") cannot open a pipe: -output /dev/stdout | ... was a traceback."""
+    done = subprocess.run([EOLE, "predict", "-model_path", encoder_decoder, "-src", src, "-output", "/dev/stdout"],
+                          env=ENV, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(done.stdout.splitlines()) == 40
