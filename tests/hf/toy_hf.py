@@ -7,7 +7,7 @@ Data: ``tests/toy.py``'s synthetic task (source letters ``a..p``; each maps to o
 * ``decoder_only``: a GPT-2 model (``GPT2LMHeadModel``, two layers) trained on ``letters = MAP </s>`` lines,
   with left-padded prompts ``letters =`` at generation time.
 
-A few hundred Adam steps each (seconds on two cores): neither learns the task well, both give real, varied
+150 Adam steps each (under a minute on two cores): neither learns the task well, both give real, varied
 beams that end with ``</s>`` at different steps, which is what the comparisons need.
 """
 from __future__ import annotations
