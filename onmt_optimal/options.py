@@ -97,7 +97,11 @@ def scoring_rule(opt, global_scorer) -> ScoringRule:
 
 
 def _check_writable(flag: str, path: str | None) -> None:
-    """A file we will write at the end must have a directory to go to: say so before the model loads."""
+    """A file we will write at the end must have a directory to go to: say so before the model loads. A file is
+    written beside its target and renamed onto it (``atomic``), so the directory of the file (the file a symbolic
+    link points to) must take a new file; a stream (/dev/stdout, a FIFO) is written in place."""
+    from onmt_optimal.atomic import streamed
+
     if not path or path in (os.devnull, "-"):
         return
     if os.path.isdir(path):
@@ -105,6 +109,12 @@ def _check_writable(flag: str, path: str | None) -> None:
     if os.path.exists(path):
         if not os.access(path, os.W_OK):
             raise OptionError(f"{flag} {path} is not writable")
+        if streamed(path):
+            return
+        parent = os.path.dirname(os.path.realpath(path))
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise OptionError(f"{flag} {path}: directory {parent} is not writable (the file is written beside "
+                              f"its target, then renamed onto it)")
         return
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):

@@ -329,3 +329,17 @@ def test_a_log_file_that_cannot_be_one_is_refused(translate, toy_model, src, tmp
     proc = translate("-model", toy_model, "-src", src, "-output", out, "-log_file", log)
     line = assert_one_error_line(proc, 2)
     assert "-log_file" in line and out.read_text() == "keep\n"
+
+
+def test_an_existing_output_in_a_directory_that_takes_no_new_file_is_refused(tmp_path, monkeypatch):
+    """The output is written beside its target and renamed onto it: a writable file in a read-only directory
+    would fail only after the decode. (os.access stands in for the directory's mode: these tests run as root.)"""
+    from onmt_optimal.options import OptionError, validate
+
+    out = tmp_path / "out.txt"
+    out.write_text("keep\n")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == tmp_path else real_access(p, mode))
+    opt = argparse.Namespace(src=None, output=str(out), stats_file=None)
+    with pytest.raises(OptionError, match=r"-output .*out.txt: directory .* is not writable"):
+        validate(opt)
