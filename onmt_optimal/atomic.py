@@ -81,7 +81,9 @@ def _reason(err: OSError) -> str:
 
 def _create(flag: str, target: str, directory: str, name: str, kept: str) -> str:
     """An empty file ``<name>.<random>.partial`` in ``directory``, mode 0666 less the umask (as a new target
-    would get)."""
+    would get); ``name`` cut to 200 bytes, so that the whole stays within a file system's 255."""
+    if len(name.encode()) > 200:
+        name = name.encode()[:200].decode(errors="ignore")
     for _ in range(100):
         path = os.path.join(directory, f"{name}.{secrets.token_hex(4)}{SUFFIX}")
         try:

@@ -207,7 +207,9 @@ def option_warnings(opt) -> list[str]:
 
 
 def _check_readable(flag: str, path: str | None) -> None:
-    if not path or path in (os.devnull, "-"):
+    if path == "-" and not os.path.exists(path):  # both toolkits open "-" as a file name
+        raise OptionError(f"{flag} -: no file named '-' here; for standard input write {flag} /dev/stdin")
+    if not path or path == os.devnull:
         return
     if not os.path.exists(path):
         raise OptionError(f"{flag} {path}: no such file")

@@ -180,3 +180,12 @@ def test_a_write_error_names_the_flag_and_what_was_kept(tmp_path):
     err = outputs.error("-output", OSError(28, "No space left on device"))
     assert str(err) == f"-output {out}: write failed (No space left on device); {out} was left as it was"
     assert partials(tmp_path) == []
+
+
+def test_a_target_with_a_name_near_the_limit_gets_a_temporary_file(tmp_path):
+    out = tmp_path / ("x" * 250)
+    with atomic.Outputs() as outputs:
+        with open(outputs.path("-output", str(out)), "w") as f:
+            f.write("ok\n")
+        outputs.commit()
+    assert out.read_text() == "ok\n"

@@ -343,3 +343,10 @@ def test_an_existing_output_in_a_directory_that_takes_no_new_file_is_refused(tmp
     opt = argparse.Namespace(src=None, output=str(out), stats_file=None)
     with pytest.raises(OptionError, match=r"-output .*out.txt: directory .* is not writable"):
         validate(opt)
+
+
+def test_src_dash_is_one_line_naming_dev_stdin(translate, toy_model, tmp_path):
+    """Stock opened a file named '-': a FileNotFoundError traceback after the model loaded."""
+    proc = translate("-model", toy_model, "-src", "-", "-output", tmp_path / "out")
+    line = assert_one_error_line(proc, 2)
+    assert "/dev/stdin" in line
