@@ -19,7 +19,7 @@ step's included), for each input of ``N`` still running, ``b = num_beams``:
 5. **Stop**: per rule and input, from the kept scores and the best bound of a live running item
    (``ScoringRule.bound``): the certificate holds when the ``n_best``-th kept score is at least that bound
    (then no running item can grow into a hypothesis that enters the list, so the list is what the same beam
-   would return at ``T``; ties keep the earlier hypothesis). An input leaves once every rule is done with it.
+   would return at ``T``; ties keep the earlier hypothesis). An input is done once every rule is done with it.
 
 A shrinking beam (the paper's baseline) narrows each input's beam by one per completed hypothesis: only the
 first ``width`` candidates are offered, and running items past the new width hold no real prefix (their sums

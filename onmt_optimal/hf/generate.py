@@ -118,12 +118,16 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
                 answered = [False] * keep.shape[0]
             else:
                 answered = finished
-        if cache_key is not None and model_kwargs.get(cache_key) is not None:
+        cache_key = next((key for key in ALL_CACHE_NAMES if model_kwargs.get(key) is not None), None)
+        if cache_key is not None:  # as transformers: the model's own reordering, else the cache's
             beam_idx = rows.view(-1)
             if hasattr(model, "_reorder_cache"):
                 model_kwargs[cache_key] = model._reorder_cache(model_kwargs[cache_key], beam_idx)
-            else:
+            elif hasattr(model_kwargs[cache_key], "reorder_cache"):
                 model_kwargs[cache_key].reorder_cache(beam_idx)
+            else:
+                raise ValueError(f"{type(model).__name__}'s cache cannot be reordered for beam search "
+                                 f"(transformers' beam search refuses it too): pass use_cache=False")
     return results.output(generation_config, is_encoder_decoder)
 
 
