@@ -19,8 +19,8 @@ Three kinds of target:
 * standard output (``-``, ``/dev/stdout``, ``/dev/fd/1``): ``open`` gives a duplicate of file descriptor 1, so lines
   appear as they are written and at the right place when the shell sent standard output to a file (reopening
   ``/dev/stdout`` would truncate that file and write over it from its start, and fails on a pipe);
-* any other stream (a FIFO, a socket, a device such as ``/dev/null``, anything under ``/dev`` or ``/proc``):
-  ``open`` opens it for writing only (no seek: a pipe cannot), in place.
+* any other stream (a FIFO, a socket, a device such as ``/dev/null``, ``/dev/fd/N``, ``/dev/stderr``, anything
+  under ``/proc``): ``open`` opens it for writing only (no seek: a pipe cannot), in place.
 
 For a stream or standard output, ``path`` hands a temporary file instead, whose content ``commit`` copies there
 (eole writes its whole output at the end anyway; its ``"w+"`` cannot open a pipe).
@@ -64,9 +64,11 @@ def is_stdout(target: str) -> bool:
 
 def streamed(target: str) -> bool:
     """Whether ``target`` is a stream, written as it comes rather than renamed into place (see the module
-    docstring): standard output, a path under ``/dev`` or ``/proc`` (even when the shell pointed standard output
-    at a regular file), or an existing file that is not a regular file (a FIFO, a socket, a device)."""
-    if is_stdout(target) or os.path.abspath(target).startswith(("/dev/", "/proc/")):
+    docstring): standard output, another descriptor's name (``/dev/fd/N``, ``/dev/stderr``, ``/proc/...``: a
+    stream even when the shell pointed it at a regular file), or an existing file that is not a regular file (a
+    FIFO, a socket, a device such as ``/dev/null``). A regular file under ``/dev/shm`` is a file."""
+    path = os.path.abspath(target)
+    if is_stdout(target) or path.startswith(("/dev/fd/", "/proc/")) or path == "/dev/stderr":
         return True
     try:
         mode = os.stat(target).st_mode

@@ -189,3 +189,15 @@ def test_a_target_with_a_name_near_the_limit_gets_a_temporary_file(tmp_path):
             f.write("ok\n")
         outputs.commit()
     assert out.read_text() == "ok\n"
+
+
+def test_a_regular_file_under_dev_shm_is_a_file_and_stderr_a_stream(tmp_path):
+    assert atomic.streamed("/dev/stderr") and atomic.streamed("/dev/fd/2")
+    if os.path.isdir("/dev/shm"):
+        path = f"/dev/shm/onmt-optimal-test-{os.getpid()}"
+        try:
+            with open(path, "w") as f:
+                f.write("x")
+            assert not atomic.streamed(path)
+        finally:
+            os.unlink(path)
