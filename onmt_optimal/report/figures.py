@@ -1,8 +1,8 @@
 """The paper's Figures 1 (model score vs beam size) and 2 (BLEU and length ratio vs beam size) from the dev sweep,
-drawn with matplotlib's Agg backend; the PNG files carry no software version, so reruns are byte-identical."""
+drawn with matplotlib's Agg backend as PNG bytes; they carry no software version, so reruns are byte-identical."""
 from __future__ import annotations
 
-from pathlib import Path
+import io
 
 from onmt_optimal.report.cells import fmt_r
 from onmt_optimal.report.paper import FAMILIES, HISTORICAL, LABELS, REWARD_FAMILIES
@@ -43,7 +43,14 @@ def _beam_ticks(ax, beams):
     ax.set_xticks([b for b in beams if b == beams[0] or b % step == 0])
 
 
-def fig1(sweep: Sweep, path: Path):
+def _png(plt, fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=150, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def fig1(sweep: Sweep) -> bytes:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.2))
     _plot_series(ax, sweep, "default", None, "mean_log_prob", LABELS["default"])
@@ -56,11 +63,10 @@ def fig1(sweep: Sweep, path: Path):
     _beam_ticks(ax, sweep.beams)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=150, metadata={"Software": None})
-    plt.close(fig)
+    return _png(plt, fig)
 
 
-def fig2(sweep: Sweep, tuned: dict, path: Path):
+def fig2(sweep: Sweep, tuned: dict) -> bytes:
     plt = _pyplot()
     fig, (ax_b, ax_l) = plt.subplots(1, 2, figsize=(12, 5.4))
     for fam in FAMILIES:
@@ -81,6 +87,5 @@ def fig2(sweep: Sweep, tuned: dict, path: Path):
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, frameon=False)
     fig.suptitle(f"{sweep.meta['dataset']} dev")
     fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.savefig(path, dpi=150, metadata={"Software": None})
-    plt.close(fig)
+    return _png(plt, fig)
 

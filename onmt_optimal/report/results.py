@@ -2,14 +2,15 @@
 
 ``dev_sweep.json``: every decoder family x beam size x reward on dev (``Sweep``). ``test_eval.json``: each family
 at its dev-tuned setting (``setting`` "tuned"; rows without a setting predate the fixed ones) and the fixed
-settings (the stock default at fixed beams, the steps-saved decodes), each naming its output ``hyps/test.KEY.txt``.
+settings (the two baselines at fixed beams, the steps-saved decodes), each naming its output
+``hyps/test.KEY.txt``.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from onmt_optimal.report.paper import FAMILIES, REWARD_FAMILIES
+from onmt_optimal.report.paper import BASELINE, FAMILIES, PAPER_B, REWARD_FAMILIES
 
 
 def load(results: Path):
@@ -62,12 +63,18 @@ def tuned_rows(test: dict | None) -> dict:
 
 
 def fixed_rows(test: dict | None) -> list[dict]:
-    """Test rows at fixed beam sizes (stock default at b = 5 and 16, the steps-saved decodes)."""
+    """Test rows at fixed beam sizes (the two baselines at b = 5 and 16, the steps-saved decodes)."""
     return [r for r in (test or {}).get("rows", []) if r.get("setting") == "fixed"]
 
 
 def fixed_row(test: dict | None, family: str, beam: int) -> dict | None:
     return next((r for r in fixed_rows(test) if r["family"] == family and r["beam"] == beam), None)
+
+
+def baseline_row(test: dict | None, family: str = BASELINE) -> dict | None:
+    """The test row a baseline family is compared at: its dev-tuned row (as the paper tuned its baseline), else
+    its row at the paper's b (results made before the baseline was tuned)."""
+    return tuned_rows(test).get(family) or fixed_row(test, family, PAPER_B)
 
 
 def row_key(row: dict) -> str | None:
