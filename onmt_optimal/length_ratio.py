@@ -77,6 +77,10 @@ def read_corpus(src: str, refs: list[str], unescape: bool = False) -> tuple[list
     streams = [read_lines("--refs", path, unescape) for path in refs]
     for path, stream in zip(refs, streams):
         if len(stream) != len(src_lines):
-            raise RatioError(f"--refs {path} has {len(stream)} lines, --src {src} has {len(src_lines)}: "
+            raise RatioError(f"--refs {path} has {_lines(len(stream))}, --src {src} has {_lines(len(src_lines))}: "
                              f"one reference a source line")
     return src_lines, streams
+
+
+def _lines(n: int) -> str:
+    return f"{n} line" + ("" if n == 1 else "s")

@@ -350,3 +350,17 @@ def test_src_dash_is_one_line_naming_dev_stdin(translate, toy_model, tmp_path):
     proc = translate("-model", toy_model, "-src", "-", "-output", tmp_path / "out")
     line = assert_one_error_line(proc, 2)
     assert "/dev/stdin" in line
+
+
+@pytest.mark.parametrize("case", ["refs shorter", "src not UTF-8", "refs missing"])
+def test_ratio_refuses_bad_files_in_one_line_before_loading_a_model(capsys, tmp_path, case):
+    """Stock of this command: a traceback after the model loaded (here: the model does not even exist)."""
+    src, refs = tmp_path / "src", tmp_path / "refs"
+    src.write_bytes(b"a b\n\xff c\n" if case == "src not UTF-8" else b"a b\nc d\n")
+    if case != "refs missing":
+        refs.write_text("A B\n" if case == "refs shorter" else "A B\nC D\n")
+    with pytest.raises(SystemExit) as done:
+        cli.main(["ratio", "--src", str(src), "--refs", str(refs), "--", "-model", str(tmp_path / "no_model.pt")])
+    err = capsys.readouterr().err
+    assert done.value.code == 1 and err.count("\n") == 1 and err.startswith("onmt-optimal ratio: error: "), err
+    assert {"refs shorter": "has 1 line,", "src not UTF-8": "line 2", "refs missing": "cannot read"}[case] in err
