@@ -1,6 +1,7 @@
 # The README's commands. Everything runs in the virtual environment .venv at the repo root (created on first use).
 #   make run     set up, then the main job: optimal-stopping translation with the shipped default model
-#   make test    set up, then the whole test suite (slowest ten tests listed at the end)
+#   make test    set up, then every test tier: main and tests/hf in .venv, tests/eole in .venv-eole (counts and
+#                slowest tests listed at the end)
 #   make test-fast  set up, then the fast tier: no training, no process started, fewer Hypothesis examples
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -22,7 +23,7 @@ setup: $(STAMP)
 # pip, quietly: -qq keeps errors and drops warnings (e.g. a machine-wide pip.conf naming an index that does not
 # exist prints a WARNING line per run)
 PIP := $(BIN)/python -m pip -qq
-# what `pip check` says of OpenNMT-py installed with --no-deps, on purpose (README, set-up): its torch<2.3 pin
+# what `pip check` says of OpenNMT-py installed with --no-deps, on purpose (docs/development.md): its torch<2.3 pin
 # and the packages only its server, model conversion and -tensorboard import; filtered below
 KNOWN_CONFLICT := ^opennmt-py 3\.5\.1 
 
@@ -73,7 +74,7 @@ reproduce: setup
 # decoding speed and work per decoder call (aten ops; CUDA kernels, host syncs on a GPU) against stock OpenNMT-py,
 # side by side, on the first 200 dev sentences of each of BENCH_MODELS (scripts/bench.py --config names: tvsub,
 # multi30k, transformer). On 2 CPU cores, one thread: about 45 min for tvsub, 2-3 h for the transformer (3.5x
-# slower per sentence; BENCH_MODELS=tvsub for the LSTM alone); minutes on a GPU. Writes benchmarks/RESULTS.md
+# slower per sentence; BENCH_MODELS=tvsub for the LSTM alone). Writes benchmarks/RESULTS.md
 # and .json on the CPU, benchmarks/RESULTS-gpu.md and .json where CUDA is (or BENCH_ARGS='--gpu 0 --out
 # benchmarks/RESULTS-gpu.md').
 # The fast proxy, under a minute: scripts/bench.py --count-only --lines 50 --beams 10 --batches 32
@@ -82,7 +83,7 @@ bench: setup
 	$(BIN)/python scripts/bench.py --config $(BENCH_MODELS) --data $(DATA) --lines 200 --sweep-lines 100 --rounds 5 \
 	  $(BENCH_ARGS)
 
-# eole 0.6.4 (issue 16) in its own environment: its pins (sentencepiece<=0.2.2, protobuf==7.36.2) conflict with
+# eole 0.6.4 in its own environment: its pins (sentencepiece<=0.2.2, protobuf==7.36.2) conflict with
 # OpenNMT-py 3.5.1's (requirements.txt: sentencepiece 0.2.3). torch as above, then eole and what the tests need
 # (requirements-eole.txt), then this package (editable) and its import hook. tests/eole runs there (its own
 # conftest; --confcutdir keeps tests/conftest.py, which imports OpenNMT-py, out).
