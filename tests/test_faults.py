@@ -58,6 +58,13 @@ def error_lines(stderr: str, prog: str = "onmt_translate") -> list[str]:
     return [line for line in stderr.splitlines() if f"{prog}: error:" in line]
 
 
+def as_from_a_terminal() -> None:
+    """In the child before exec: SIGINT as a terminal's Ctrl-C finds it. A shell that starts a job in the
+    background without job control (``cmd &``, as CI may run the suite) ignores SIGINT in it and its children,
+    and Python then installs no KeyboardInterrupt handler, so the signal would be lost."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def assert_one_line(returncode, stderr, status) -> str:
     assert returncode == status, stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
@@ -97,7 +104,7 @@ def test_a_signal_during_a_decode_is_one_line_and_loses_nothing(toy_model, corpo
     out, stats = earlier_files(tmp_path)
     proc = subprocess.Popen([ONMT_TRANSLATE, "-model", toy_model, "-src", corpora["large"], "-output", out,
                              "-stats_file", stats, "-progress", *OURS], env=ENV, stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, preexec_fn=as_from_a_terminal)
     stderr = Stderr(proc)
     stderr.wait_for(r"\| *[1-9][0-9]*/5000 \[", proc)  # the bar counts translated sentences: the decode is on
     proc.send_signal(signum)
