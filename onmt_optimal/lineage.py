@@ -30,13 +30,11 @@ import torch
 
 from onmt_optimal.search import beam_of_one as one
 from onmt_optimal.search.beam import AUTO, Beam
+from onmt_optimal.search.record import Record
 from onmt_optimal.search.top_k import TopK, top_k
 
 #: the toolkits' mask for completed items (beam_search.py); their children never outrank a real item
 FINISHED_MASK = -65504.0
-
-#: the per-sentence statistics (``stats_file``), in this order
-STATS = ("steps", "stop_reason", "score", "log_prob", "length", "target_length", "src_length", "completed")
 
 
 def max_length(translator, batch) -> int:
@@ -89,10 +87,10 @@ def beam_of_one(translator, search, attn_debug: bool) -> bool:
 
 def beam_of_one_answers(translator, search, batch, results, eos: set, T: int | None = None) -> tuple[list, list]:
     """``(stats, records)`` of ``results``, the toolkit's own decode of ``batch`` with a beam of one
-    (``beam_of_one``), as ``CoreDriven`` gives them: per example the first rule's statistics (``STATS``), and per
-    example, per rule of ``search``, its record (``STATS`` and the 1-best ``tokens``, without its end token, one
-    of ``eos``); each example's score in ``results`` becomes the first rule's. One read of the device for the
-    batch (the tokens and ``|x|``), then the scoring's one copy there and one read (``beam_of_one.records``).
+    (``beam_of_one``), as ``CoreDriven`` gives them: per example the first rule's ``Record``, and per example, per
+    rule of ``search``, its ``Record`` with the 1-best ``tokens`` (without its end token, one of ``eos``); each
+    example's score in ``results`` becomes the first rule's. One read of the device for the batch (the tokens and
+    ``|x|``), then the scoring's one copy there and one read (``beam_of_one.records``).
     ``T``: the decode's length limit, if not ``max_length``'s (a decoder-only model's is the toolkit's own)."""
     predictions = [answer[0] for answer in results["predictions"]]
     B = len(predictions)
@@ -104,19 +102,18 @@ def beam_of_one_answers(translator, search, batch, results, eos: set, T: int | N
         at += n
     ended = [row[-1] in eos for row in tokens]
     log_prob = [float(answer[0]) for answer in results["scores"]]
-    out = one.records(search.rules, log_prob, steps, ended, flat[:B], max_length(translator, batch) if T is None else T,
-                      predictions[0].device)
-    for row, per_rule, end in zip(tokens, out, ended):
-        for record in per_rule:
-            record["tokens"] = row[:-1] if end else row
-    results["scores"] = [[per_rule[0]["score"]] for per_rule in out]
-    return [{key: per_rule[0][key] for key in STATS} for per_rule in out], out
+    scored = one.records(search.rules, log_prob, steps, ended, flat[:B],
+                         max_length(translator, batch) if T is None else T, predictions[0].device)
+    out = [[record.with_tokens(row[:-1] if end else row) for record in per_rule]
+           for row, per_rule, end in zip(tokens, scored, ended)]
+    results["scores"] = [[per_rule[0].score] for per_rule in out]
+    return [per_rule[0] for per_rule in out], out
 
 
 class CoreDriven:
     """Mixin for a ``BeamSearch`` of OpenNMT's lineage; see the module docstring. After decoding,
-    ``search_stats[b]`` holds the first rule's statistics for example ``b`` and ``rule_results[b][r]`` the same
-    for rule ``r`` plus its 1-best ``tokens``."""
+    ``rule_results[b][r]`` holds rule ``r``'s ``Record`` for example ``b`` (with its 1-best ``tokens``) and
+    ``search_stats[b]`` the first rule's."""
 
     def _init_core(self, rules: list, eos: int, top_k: TopK = top_k, host: torch.device | str | None = AUTO) -> None:
         """``host``: where the core's bookkeeping lives (``search.Beam``); the attention of kept hypotheses
@@ -268,21 +265,21 @@ class CoreDriven:
             b = batch_of[row]
             per_rule = [self._fix_answer(result) for result in per_rule]
             first = per_rule[0]
-            for k, (score, tokens) in enumerate(first["hypotheses"]):
+            for k, (score, tokens) in enumerate(first.hypotheses):
                 self.scores[b].append(score)
                 self.predictions[b].append(torch.tensor(tokens, dtype=torch.long))
                 if kept_attn is None:
                     self.attention[b].append([])
                 else:
-                    k = min(k, first["kept"] - 1) if first["kept"] else 0
-                    self.attention[b].append(kept_attn[row, k, : len(tokens), : first["src_length"]])
+                    k = min(k, first.kept - 1) if first.kept else 0
+                    self.attention[b].append(kept_attn[row, k, : len(tokens), : first.src_length])
                 self._answered(b, tokens)
-            self.search_stats[b] = {key: first[key] for key in STATS}
-            self.rule_results[b] = [{key: result[key] for key in (*STATS, "tokens")} for result in per_rule]
+            self.rule_results[b] = [result.handed_over() for result in per_rule]
+            self.search_stats[b] = self.rule_results[b][0]
 
     def _answered(self, b: int, tokens: list) -> None:
         """Hook: one n-best answer of example ``b`` was handed over."""
 
-    def _fix_answer(self, result: dict) -> dict:
+    def _fix_answer(self, result: Record) -> Record:
         """Hook: adjust one rule's answer before it is handed over (e.g. for other end tokens)."""
         return result

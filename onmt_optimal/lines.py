@@ -9,14 +9,12 @@ reward-augmented score for a log-probability, a "perplexity" below 1).
 """
 from __future__ import annotations
 
-import json
-import math
-
 import torch
 
 from onmt_optimal import atomic
 from onmt_optimal.options import SearchConfig
 from onmt_optimal.search.beam import AUTO
+from onmt_optimal.search.record import Record, Totals
 
 
 def key(batch, i: int) -> tuple:
@@ -37,14 +35,13 @@ def ordered(records: dict) -> list:
 def with_texts(records: list, ids_to_tokens, detokenize=None) -> list:
     """Give every rule's record of every line (``records[line][rule]``, with its 1-best ``tokens`` as ids) its
     ``text``: the tokens as words, through ``detokenize`` (the model's reverse transforms, a function of the
-    list of all texts) when there is one. Returns ``records``."""
-    texts = [" ".join(ids_to_tokens[i] for i in rule["tokens"]) for line in records for rule in line]
+    list of all texts) when there is one. Returns ``records``, each line's list of records replaced in place."""
+    texts = [" ".join(ids_to_tokens[i] for i in rule.tokens) for line in records for rule in line]
     if detokenize is not None:
         texts = detokenize(texts)
     it = iter(texts)
     for line in records:
-        for rule in line:
-            rule["text"] = next(it)
+        line[:] = [rule.with_text(next(it)) for rule in line]
     return records
 
 
@@ -75,8 +72,30 @@ class RuleDecoding:
         return with_texts(ordered(translator._rule_results), self.vocabs["tgt"].ids_to_tokens, self.detokenize)
 
 
+class StatsFile:
+    """The statistics file (``-stats_file``), the one writer of it: one ``Record.json`` per line, in the order
+    written, through ``outputs`` (an ``atomic.Outputs``, which renames it into place with the run's other
+    files). A failed write raises ``atomic.OutputError``."""
+
+    def __init__(self, outputs, path: str):
+        self._file = atomic.TextFile(outputs, "-stats_file", path, newline=None)
+
+    def write(self, line: int, record: Record) -> None:
+        """``record`` as line ``line`` (numbered from 1) of the input."""
+        self._file.write(record.json(line) + "\n")
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "StatsFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._file.__exit__(*exc)
+
+
 def write_stats(path: str, stats: dict, outputs=None) -> None:
-    """The statistics file: one JSON record per line, in input order, ``line`` numbered from 1.
+    """The statistics file of ``stats`` (records keyed by ``key``), in input order, ``line`` numbered from 1.
 
     Written through ``outputs`` (an ``atomic.Outputs``: the caller commits it with the run's other files), or, if
     None, on its own: whole or not at all. A failed write raises ``atomic.OutputError``."""
@@ -84,9 +103,9 @@ def write_stats(path: str, stats: dict, outputs=None) -> None:
     if own:
         outputs = atomic.Outputs()
     try:
-        with atomic.TextFile(outputs, "-stats_file", path, newline=None) as out:
+        with StatsFile(outputs, path) as out:
             for k in sorted(stats, key=order):
-                out.write(json.dumps(dict(line=k[1] + 1, **stats[k])) + "\n")
+                out.write(k[1] + 1, stats[k])
         if own:
             outputs.commit()
     except BaseException:
@@ -102,36 +121,19 @@ def empty_target(scoring):
     return None if target is None else float(target[0])
 
 
-def empty_records(rules) -> tuple[dict, list[dict]]:
-    """The statistics of an empty source line, answered with nothing: the first rule's record and each rule's
-    own (with its 1-best ``tokens``), as every adapter reports them (stop reason ``empty_source``)."""
-    empty = {"steps": 0, "stop_reason": "empty_source", "score": 0.0, "log_prob": 0.0, "length": 0,
-             "target_length": None, "src_length": 0, "completed": 0}
-    first = dict(empty, target_length=empty_target(rules[0][0]) if rules else None)
-    return first, [dict(empty, tokens=[], target_length=empty_target(score)) for score, _ in rules]
+def empty_records(rules) -> tuple[Record, list[Record]]:
+    """The records of an empty source line, answered with nothing (``Record.empty``): the first rule's and each
+    rule's own, as every adapter reports them."""
+    per_rule = [Record.empty(empty_target(score)) for score, _ in rules]
+    return (per_rule[0] if per_rule else Record.empty()), per_rule
+
+
+def label(scoring) -> str:
+    """How the closing lines name the search's score ``scoring``."""
+    return scoring.describe() if hasattr(scoring, "describe") else type(scoring).__name__
 
 
 def report(stats, nb_sentences: int, scoring) -> list[str] | None:
-    """The two closing lines under the new flags from the per-line ``stats`` (empty source lines left out), or
-    None when no line was decoded (the toolkit's own line then stands)."""
-    decoded = [s for s in stats if s["stop_reason"] != "empty_source"]
-    if not decoded:
-        return None
-    label = scoring.describe() if hasattr(scoring, "describe") else type(scoring).__name__
-    return search_report(sum(s["log_prob"] for s in decoded), sum(s["length"] + 1 for s in decoded),
-                         sum(s["score"] for s in decoded), len(decoded), nb_sentences, label)
-
-
-def search_report(log_prob: float, tokens: int, score: float, decoded: int, nb_sentences: int,
-                  label: str) -> list[str]:
-    """The two closing lines from sums over the ``decoded`` sentences: log-probability, tokens (EOS counted) and
-    the search's score (also written by the Ray driver, which sums what its workers decoded)."""
-    per_token = log_prob / tokens
-    try:
-        ppl = math.exp(-per_token)
-    except OverflowError:
-        ppl = float("inf")
-    return [f"PRED LOG-PROB PER TOKEN: {per_token:.4f}, PRED PPL: {ppl:.2f} (from log-probabilities, EOS "
-            f"counted; {tokens} tokens) NB SENTENCES: {nb_sentences}",
-            f"PRED MEAN SCORE: {score / decoded:.4f} per sentence, of the search's score {label} "
-            f"(mean log-probability per sentence: {log_prob / decoded:.4f})"]
+    """The two closing lines under the new flags from the per-line records ``stats`` (``Totals``), or None when
+    no line was decoded (the toolkit's own line then stands)."""
+    return Totals.of(stats).lines(nb_sentences, label(scoring))

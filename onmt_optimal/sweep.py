@@ -23,19 +23,19 @@ from onmt_optimal.search.registry import Decoder, paper_decoders
 __all__ = ["Decoder", "paper_decoders", "decode_all", "run_sweep", "run_sweep_ray", "summarize"]
 
 
-def summarize(decoder: Decoder, beam: int, records: list[dict], refs: list[list[str]]) -> dict:
-    hyps = [r["text"] for r in records]
+def summarize(decoder: Decoder, beam: int, records: list, refs: list[list[str]]) -> dict:
+    hyps = [r.text for r in records]
     score = corpus_score(hyps, refs)
     n = len(records)
     return {
         "family": decoder.family, "beam": beam, "reward": decoder.reward,
         "bleu": round(score.bleu, 4), "length_ratio": round(score.length_ratio, 5),
-        "mean_log_prob": sum(r["log_prob"] for r in records) / n,
-        "mean_score": sum(r["score"] for r in records) / n,
-        "mean_steps": sum(r["steps"] for r in records) / n,
-        "mean_length": sum(r["length"] for r in records) / n,
+        "mean_log_prob": sum(r.log_prob for r in records) / n,
+        "mean_score": sum(r.score for r in records) / n,
+        "mean_steps": sum(r.steps for r in records) / n,
+        "mean_length": sum(r.length for r in records) / n,
         "sentences": n,
-        "stop_reasons": dict(collections.Counter(r["stop_reason"] for r in records).most_common()),
+        "stop_reasons": dict(collections.Counter(r.stop_reason for r in records).most_common()),
         "signature": score.signature,
     }
 

@@ -522,7 +522,7 @@ def test_a_beam_of_one_is_stock_s_search_scored_afterwards(case, shrinks):
                                   [t[-1] == EOS for t in tokens], case["src_lens"], case["max_length"], DEVICE)
     for b in examples:
         ended = tokens[b][-1] == EOS
-        assert [dict(r, tokens=tokens[b][:-1] if ended else tokens[b]) for r in records[b]] == core.rule_results[b]
+        assert [r.with_tokens(tokens[b][:-1] if ended else tokens[b]) for r in records[b]] == core.rule_results[b]
 
 
 @pytest.mark.skipif(DEVICE.type != "cuda", reason="compares CUDA's arithmetic with the host's imitation of it")

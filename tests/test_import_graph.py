@@ -59,7 +59,7 @@ def test_search_core_imports_no_toolkit():
     for path in (PACKAGE / "search").rglob("*.py"):
         for name in imports(path):
             top = name.split(".")[0]
-            assert top in {"torch", "__future__", "dataclasses", "enum", "functools", "typing", "math", "onmt_optimal"}, (path, name)
+            assert top in {"torch", "__future__", "dataclasses", "enum", "functools", "typing", "math", "json", "onmt_optimal"}, (path, name)
             assert not name.startswith("onmt_optimal.") or name.startswith("onmt_optimal.search"), (path, name)
 
 

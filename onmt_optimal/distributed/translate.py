@@ -15,7 +15,6 @@ the redone part replaces nothing and duplicates nothing (``plan.merge`` checks e
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -25,6 +24,8 @@ from onmt_optimal import atomic
 from onmt_optimal.distributed import plan
 from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
+from onmt_optimal.lines import StatsFile, label
+from onmt_optimal.search.record import Record, Totals
 
 #: buckets whose parts may be in flight at once (bounds the driver's memory on a corpus of millions of lines)
 WINDOW = 2
@@ -68,13 +69,13 @@ def run(opt, prepare=None, progress=None) -> dict:
     total = plan.count_lines(opt.src)
     start = time.time()
     bar = _bar(opt, total) if total == 0 else None  # else once Ray is up: a refused run prints its line alone
-    sums = {"score": 0.0, "sentences": 0, "log_prob": 0.0, "tokens": 0, "rule_score": 0.0, "decoded": 0}
+    sums = Sums()
     redone = 0
     outputs = atomic.Outputs()
     stats_tmp = out = None
     try:
         if search.stats_file:  # as CertifiedTranslator writes it (lines.write_stats)
-            stats_tmp = atomic.TextFile(outputs, "-stats_file", search.stats_file, newline=None)
+            stats_tmp = StatsFile(outputs, search.stats_file)
         if total > 0:
             workers = opt.ray_workers
             gpus = gpus_per_worker(opt)
@@ -104,7 +105,7 @@ def run(opt, prepare=None, progress=None) -> dict:
         logger.info(line)
     if getattr(opt, "report_time", False):
         logger.info("Total translation time (s): %.1f" % (time.time() - start))
-    return {"sentences": sums["sentences"], "redone": redone}
+    return {"sentences": sums.sentences, "redone": redone}
 
 
 def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report, outputs):
@@ -150,7 +151,7 @@ def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report,
                 _write(bucket, results, out, stats_tmp, sums)
                 next_write += 1
                 if report is not None:
-                    report(sums["sentences"])
+                    report(sums.sentences)
             if not pending:
                 continue
             try:
@@ -162,7 +163,7 @@ def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report,
             pending[result["key"][0]][1].append(result)
         starts = ray.get(tracker.snapshot.remote())[1] if tracker is not None else None
         if report is not None:
-            report(sums["sentences"])
+            report(sums.sentences)
         redone = (starts - (next_write * workers)) if starts is not None else 0
         return out, redone
     except BaseException:
@@ -175,23 +176,28 @@ def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report,
             ray.kill(tracker)
 
 
-def _write(bucket, results, out, stats_tmp, sums) -> None:
+class Sums:
+    """What the driver adds up as buckets are written: stock's score total and the sentences (its closing line),
+    and the decoded records' ``Totals`` (the new flags' closing lines)."""
+
+    def __init__(self):
+        self.score, self.sentences, self.totals = 0.0, 0, Totals()
+
+
+def _write(bucket, results, out, stats_tmp, sums: Sums) -> None:
     score_total = 0.0
     for result in sorted(results, key=lambda r: r["key"]):
         score_total += result["score_total"]
-    sums["score"] += score_total
-    for i, (text, record) in enumerate(plan.merge(bucket.lines, results)):
+    sums.score += score_total
+    for i, (text, plain) in enumerate(plan.merge(bucket.lines, results)):
         out.write(text)
-        if record is not None:
+        if plain is not None:
+            record = Record.from_plain(plain)
             if stats_tmp is not None:
-                stats_tmp.write(json.dumps(dict(line=bucket.first_line + i + 1, **record)) + "\n")
-            if record["stop_reason"] != "empty_source":
-                sums["log_prob"] += record["log_prob"]
-                sums["tokens"] += record["length"] + 1
-                sums["rule_score"] += record["score"]
-                sums["decoded"] += 1
+                stats_tmp.write(bucket.first_line + i + 1, record)
+            sums.totals.add(record)
     out.flush()
-    sums["sentences"] += bucket.lines
+    sums.sentences += bucket.lines
 
 
 def _open_output(path, outputs):
@@ -208,20 +214,16 @@ def _search(opt):
 
     search = SearchConfig.from_opt(opt, GNMTGlobalScorer.from_opt(opt))
     rule = search.scoring
-    label = None if rule is None else (rule.describe() if hasattr(rule, "describe") else type(rule).__name__)
-    return search, label
+    return search, None if rule is None else label(rule)
 
 
-def _report_lines(search, label, sums) -> list[str]:
+def _report_lines(search, label, sums: Sums) -> list[str]:
     """The closing lines one process logs (``CertifiedTranslator._report_score``; stock's without new flags)."""
     from onmt.translate.translator import Translator
 
-    from onmt_optimal.lines import search_report
-
-    n = sums["sentences"]
-    if search.stock or n == 0 or sums["decoded"] == 0:
-        return [Translator._report_score(None, "PRED", sums["score"], n)]
-    return search_report(sums["log_prob"], sums["tokens"], sums["rule_score"], sums["decoded"], n, label)
+    n = sums.sentences
+    lines = None if search.stock or n == 0 else sums.totals.lines(n, label)
+    return [Translator._report_score(None, "PRED", sums.score, n)] if lines is None else lines
 
 
 def _bar(opt, total):

@@ -68,7 +68,8 @@ class TranslateWorker:
 
     def translate(self, key, data: bytes, part: int, parts: int, progress=None) -> dict:
         """Part ``part`` of ``parts`` of the bucket whose text is ``data``: ``{"key", "lines", "texts", "stats",
-        "score_total"}``, lines as indices in the bucket, in increasing order; ``key`` is handed back as given
+        "score_total"}``, lines as indices in the bucket, in increasing order (``stats``: each line's
+        ``Record.plain()``, or None); ``key`` is handed back as given
         and names the part to ``progress`` (a ``progress.Progress`` actor, or None)."""
         if self.error is not None:
             raise self.error
@@ -108,7 +109,7 @@ class TranslateWorker:
         stats = None
         if translator._stats:
             by_line = {key[1]: record for key, record in translator._stats.items()}
-            stats = [by_line[i] for i in indices]
+            stats = [by_line[i].plain() for i in indices]  # plain data across Ray (``Record.plain``)
         return {"key": key, "lines": indices, "texts": sink.texts, "stats": stats, "score_total": self._totals[0]}
 
 

@@ -20,6 +20,8 @@ prompts all end where decoding starts (no forced prompt tail), so step ``t`` is 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from eole.predict.beam_search import BeamSearch, BeamSearchLM
 
@@ -52,9 +54,9 @@ class _EoleStep(CoreDriven):
 
     def _fix_answer(self, result):
         """The core knows one end token; with ``optional_eos`` an answer may end on another one."""
-        tokens = result["hypotheses"][0][1]
+        tokens = result.hypotheses[0][1]
         if len(self._eos_ids) > 1 and tokens and tokens[-1] in self._eos_ids and tokens[-1] != self.eos[0]:
-            result = dict(result, length=len(tokens) - 1, tokens=tokens[:-1])
+            result = replace(result, length=len(tokens) - 1, tokens=tokens[:-1])
         return result
 
     def _expand(self, log_probs, attn):

@@ -29,16 +29,15 @@ from __future__ import annotations
 
 from onmt.translate.beam_search import BeamSearch
 
-from onmt_optimal.lineage import FINISHED_MASK, STATS, CoreDriven  # noqa: F401 (re-exported)
+from onmt_optimal.lineage import FINISHED_MASK, CoreDriven  # noqa: F401 (re-exported)
 from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.top_k import TopK, top_k
 
 
 class CertifiedBeamSearch(CoreDriven, BeamSearch):
     """``onmt.translate.BeamSearch`` with the rules ``rules=[(scoring, stopping), ...]`` (the first answers to
-    OpenNMT-py). After decoding, ``search_stats[b]`` holds the first rule's statistics for example ``b``
-    (``steps``, ``stop_reason``, ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``,
-    ``completed``) and ``rule_results[b][r]`` the same for rule ``r`` plus its 1-best ``tokens``."""
+    OpenNMT-py). After decoding, ``search_stats[b]`` holds the first rule's ``search.record.Record`` for example
+    ``b`` and ``rule_results[b][r]`` rule ``r``'s, with its 1-best ``tokens``."""
 
     def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)

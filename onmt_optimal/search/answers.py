@@ -5,7 +5,8 @@ the examples leaving at a step in one transfer. A row holds, in this order: the 
 log-probabilities (``R * K``; absent while every rule's score is the log-probability itself, ``Kept``), the
 stops' columns (``stops.One``/``Several``: counts and reasons, the reasons as their codes), ``|x|`` and each
 rule's target length (``1 + R``), and the kept tokens (``R * K * (1 + T)``). Token ids, counts and steps are
-exact in float32 below 2^24. ``decode_rows`` reads the rows back into per-rule answers, each made by ``answer``.
+exact in float32 below 2^24. ``decode_rows`` reads the rows back into per-rule ``Record``s, each made by
+``answer``.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import torch
 
 from onmt_optimal.search.constants import NEG_INF
 from onmt_optimal.search.kept import Kept
+from onmt_optimal.search.record import Record
+from onmt_optimal.search.stopping import StopReason
 
 
 def facts(rules: list, src_len: torch.Tensor) -> tuple[torch.Tensor, list[bool]]:
@@ -31,7 +34,7 @@ def pack_rows(kept: Kept, stop_columns: list[torch.Tensor], facts: torch.Tensor)
 
 
 def decode_rows(packed: list[list[float]], batch_rows: list[int], items: torch.Tensor, n_rules: int, K: int, T1: int,
-           stops, targeted: list[bool], separate_log_prob: bool, eos: int) -> list[list[dict]]:
+           stops, targeted: list[bool], separate_log_prob: bool, eos: int) -> list[list[Record]]:
     """Per row of ``packed`` (``pack_rows``, read on the host), per rule, its ``answer``.
 
     ``batch_rows``: each row's example in the batch; ``items`` (B, beam, 1 + t): the beam's items (the start
@@ -64,29 +67,19 @@ def decode_rows(packed: list[list[float]], batch_rows: list[int], items: torch.T
     return out
 
 
-def answer(hyps: list[tuple], n_kept: int, K: int, eos: int, steps: int, why: str, target: float | None,
-           src_len: int, completed: int) -> dict:
-    """One rule's answer for one example: ``{"hypotheses": [(score, tokens), ...] (K, best first), "kept" (how
-    many of them are distinct: the last one is repeated up to K), "steps", "stop_reason", "score",
-    "log_prob", "length", "target_length", "src_length", "completed", "tokens"}`` (``tokens``: the 1-best
-    without EOS; a hypothesis's token list keeps its EOS, as OpenNMT-py hands it on). ``hyps``: at least one
+def answer(hyps: list[tuple], n_kept: int, K: int, eos: int, steps: int, why: StopReason, target: float | None,
+           src_len: int, completed: int) -> Record:
+    """One rule's ``Record`` for one example, with its ``hypotheses`` ((score, tokens), K of them, best first:
+    the last one is repeated up to K; a hypothesis's token list keeps its EOS, as OpenNMT-py hands it on), how
+    many of them were ``kept`` distinct, and its 1-best ``tokens`` without EOS. ``hyps``: at least one
     ``(score, log_prob, tokens)``, best first, of which the first ``n_kept`` were kept."""
     hyps = hyps + [hyps[-1]] * (K - len(hyps))  # the toolkit expects K answers
     best = hyps[0]
     ended = bool(best[2]) and best[2][-1] == eos
-    return {
-        "hypotheses": [(h[0], h[2]) for h in hyps],
-        "kept": n_kept,
-        "steps": steps,
-        "stop_reason": why,
-        "score": best[0],
-        "log_prob": best[1],
-        "length": len(best[2]) - ended,
-        "target_length": target,
-        "src_length": src_len,
-        "completed": completed,
-        "tokens": best[2][:-1] if ended else best[2],
-    }
+    return Record(steps=steps, stop_reason=why, score=best[0], log_prob=best[1], length=len(best[2]) - ended,
+                  target_length=target, src_length=src_len, completed=completed,
+                  tokens=best[2][:-1] if ended else best[2], hypotheses=tuple((h[0], h[2]) for h in hyps),
+                  kept=n_kept)
 
 
 def _tokens(row: list[float], eos: int) -> list[int]:

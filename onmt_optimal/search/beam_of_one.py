@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import torch
 
+from onmt_optimal.search.record import Record
 from onmt_optimal.search.scoring import StepView
 from onmt_optimal.search.stopping import StopReason
 
 
 def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bool], src_len: list[int],
-            max_length: int, device=None) -> list[list[dict]]:
-    """Per example, per rule, the statistics the core reports (``Beam.answers``): ``steps``, ``stop_reason``,
-    ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``, ``completed``.
+            max_length: int, device=None) -> list[list[Record]]:
+    """Per example, per rule, the ``Record`` the core reports (``Beam.answers``), without tokens.
 
     ``log_prob``: each example's answer's log p (the toolkit's float32 score under no length or coverage
     penalty); ``steps``: its tokens, EOS included (the step it completed at); ``ended``: its last token is EOS
@@ -64,13 +64,13 @@ def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bo
     per_example = [None] * B
     for j, i in enumerate(order):
         per_example[i] = columns[j]
-    return [[{
-        "steps": steps[i],
-        "stop_reason": StopReason.MAX_LENGTH if steps[i] >= max_length else StopReason.ALL_FINISHED,
-        "score": per_example[i][r],
-        "log_prob": log_prob[i],
-        "length": steps[i] - ended[i],
-        "target_length": per_example[i][column[r]] if r in column else None,
-        "src_length": int(src_len[i]),
-        "completed": 1,
-    } for r in range(R)] for i in range(B)]
+    return [[Record(
+        steps=steps[i],
+        stop_reason=StopReason.MAX_LENGTH if steps[i] >= max_length else StopReason.ALL_FINISHED,
+        score=per_example[i][r],
+        log_prob=log_prob[i],
+        length=steps[i] - ended[i],
+        target_length=per_example[i][column[r]] if r in column else None,
+        src_length=int(src_len[i]),
+        completed=1,
+    ) for r in range(R)] for i in range(B)]
