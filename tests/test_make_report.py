@@ -257,10 +257,11 @@ def test_statistics_in_the_report(made):
     claim_a = readme.split("**(a) ")[1].split("**(b) ")[0]
     assert "**Verdict: partly holds.**" in claim_a
     assert "against the paper's baseline (`opennmt2017`, dev-tuned b = 3): " in claim_a
-    assert "p < 0.001: better (the paper: +0.86 against its baseline" in claim_a
+    assert "p < 0.001: better; the paper: +0.86 against its baseline" in claim_a
     assert "does not resolve the difference" in claim_a
     ordering = readme.split("## The paper's ordering")[1].split("\n## ")[0]
-    assert "| optimal beam search, bounded reward | OpenNMT-py of early 2017 (the paper's baseline) | +0.86 |" in ordering
+    paper_row = "| optimal beam search, bounded reward | OpenNMT-py of early 2017 (the paper's baseline) | +0.86 |"
+    assert paper_row in ordering
     assert "not resolved; point estimate" in ordering and "as the paper" in ordering
     lengths = (folder / "table_length.md").read_text()
     assert "opennmt2017, b = 3" in lengths and "| all | 120 |" in lengths and "b = 10 (test):" in lengths
@@ -309,12 +310,17 @@ def comparison(*draws):
 
 
 def test_label_needs_p_and_interval_under_every_seed():
-    """better/worse only when every seed has p < 0.05 and the interval on one side of 0; an interval touching 0
-    with a small p is not resolved (the old p-only rule called it better); seeds that disagree: borderline."""
+    """better/worse only when every seed has p < 0.05 and the interval on one side of 0, as printed; an interval
+    touching 0 with a small p is not resolved (the old p-only rule called it better); seeds that disagree:
+    borderline."""
     assert significance.label(comparison(*[(0.01, 0.1, 0.9)] * 5)) == "better"
     assert significance.label(comparison(*[(0.01, -0.9, -0.1)] * 5)) == "worse"
     assert significance.label(comparison(*[(0.039, -0.38, 1.23)] * 5)) == "not resolved"
     assert significance.label(comparison(*[(0.2, -0.3, 1.0)] * 5)) == "not resolved"
+    # as printed: an interval from +0.004 reads [+0.00, ...] and p = 0.0499 reads 0.050: neither resolves
+    assert significance.label(comparison(*[(0.028, 0.004, 1.16)] * 5)) == "not resolved"
+    assert significance.label(comparison(*[(0.0499, 0.1, 1.16)] * 5)) == "not resolved"
+    assert significance.label(comparison(*[(0.0449, 0.006, 1.16)] * 5)) == "better"
     flips = comparison((0.048, 0.01, 1.1), (0.052, -0.01, 1.1), (0.049, 0.02, 1.0), (0.051, -0.02, 1.0),
                        (0.047, 0.01, 1.1))
     assert significance.label(flips) == "borderline (3 of 5 seeds)" and not flips.better

@@ -14,6 +14,11 @@ def _missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
+def printed(x: float, places: int) -> float:
+    """``x`` as the report prints it with ``places`` decimals (what a reader can check a label against)."""
+    return float(f"{x:.{places}f}")
+
+
 def f2(x, signed: bool = False) -> str:
     return "n/a" if _missing(x) else f"{x:+.2f}" if signed else f"{x:.2f}"
 

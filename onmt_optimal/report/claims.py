@@ -106,8 +106,8 @@ def claim_a(sweep, scores, test=None, stats=None) -> tuple[str, str]:
     me_key = row_key(mine)
     c_base = stats.compare(me_key, row_key(base))
     setting = "dev-tuned " if base.get("setting", "tuned") == "tuned" else "fixed "
-    lines = [f"against the paper's baseline (`{BASELINE}`, {setting}b = {base['beam']}): {tested(c_base)} (the "
-             f"paper: {f2(PAPER_GAIN, signed=True)} against its baseline at its dev-tuned b = {PAPER_B})"]
+    lines = [f"against the paper's baseline (`{BASELINE}`, {setting}b = {base['beam']}): {tested(c_base)}; the "
+             f"paper: {f2(PAPER_GAIN, signed=True)} against its baseline at its dev-tuned b = {PAPER_B}"]
     comps = [("the paper's baseline", c_base)]
     for fam, beam in ((BASELINE, 5), (BASELINE, PAPER_B)):
         r = fixed_row(test, fam, beam)

@@ -29,8 +29,9 @@ def ordering_section(test: dict | None, stats, why: str) -> str:
     order = sorted(rows, key=lambda f: -PAPER_TABLE3[f][3])
     lines = [
         f"The paper's test order ({', '.join(f'{LABELS[f]} {PAPER_TABLE3[f][3]:.2f}' for f in order)}; each "
-        f"decoder at its dev-tuned setting, the paper's baseline as `{BASELINE}` at b = {base['beam'] if base else 'n/a'}), "
-        f"checked pair by pair on our test set with the paired bootstrap and the rule above.",
+        f"decoder at its dev-tuned setting, the paper's baseline as `{BASELINE}` at b = "
+        f"{base['beam'] if base else 'n/a'}), checked pair by pair on our test set with the paired bootstrap and the "
+        f"rule above.",
         "",
         "| paper: higher | paper: lower | paper Δ | our Δ [95% interval] | p | reading |",
         "|---|---|---:|---:|---:|---|",
@@ -38,8 +39,8 @@ def ordering_section(test: dict | None, stats, why: str) -> str:
     for i, hi in enumerate(order):
         for lo in order[i + 1:]:
             c = stats.compare(row_key(rows[hi]), row_key(rows[lo]))
-            lines.append(f"| {LABELS[hi]} | {LABELS[lo]} | {f2(PAPER_TABLE3[hi][3] - PAPER_TABLE3[lo][3], signed=True)} | "
-                         f"{fmt_cmp(c)} | {fmt_p(c.p)} | {reading(c)} |")
+            paper = f2(PAPER_TABLE3[hi][3] - PAPER_TABLE3[lo][3], signed=True)
+            lines.append(f"| {LABELS[hi]} | {LABELS[lo]} | {paper} | {fmt_cmp(c)} | {fmt_p(c.p)} | {reading(c)} |")
     lines.append("")
     return "\n".join(lines)
 
@@ -173,24 +174,29 @@ def testing_section(test: dict | None, stats, results: Path | None = None) -> st
         f"resamples. Figures are those of seed {stats.seeds[0]} (sacrebleu's default).",
         "",
         f"**How a difference is labelled** (the one rule of this report): *better* or *worse* only when, under each "
-        f"of the seeds {seeds}, sacrebleu's p-value is below {ALPHA} and the 95% interval lies on one side of 0; "
+        f"of the seeds {seeds}, sacrebleu's p-value is below {ALPHA} and the 95% interval lies on one side of 0, "
+        f"both as printed (p to 3 decimals, the interval to 2, so that no label contradicts the figures beside it); "
         f"*not resolved* when under none of them; *borderline (k of {len(stats.seeds)} seeds)* when under some "
         f"only. Borderline counts as not resolved in every verdict.",
         "",
     ]
-    made = stats.comparisons
-    tested = [c for c in made if not c.identical]
-    border = [c for c in tested if label(c).startswith("borderline")]
+    pairs = {}  # A vs B and B vs A are one test (same resamples, same p, the interval negated)
+    for c, n in stats.with_sizes(stats.comparisons):
+        if not c.identical:
+            pairs.setdefault((frozenset((c.system, c.baseline)), n), (c, n))
+    tested = list(pairs.values())
+    border = [(c, n) for c, n in tested if label(c).startswith("borderline")]
     if border:
-        lines.append(f"Seed check: of the {len(tested)} comparisons in this report, {len(border)} "
+        lines.append(f"Seed check: of the {len(tested)} pairs compared in this report, {len(border)} "
                      f"{'is' if len(border) == 1 else 'are'} borderline (the label would depend on the seed): "
                      + "; ".join(f"`{c.system}` vs `{c.baseline}`"
                                  + ("" if n is None else f" on {n} sentences of one source-length group")
-                                 + " (p " + ", ".join(fmt_p(d.p) for d in c.draws) + ")"
-                                 for c, n in stats.with_sizes(border)) + ".")
+                                 + " (p and interval by seed: " + ", ".join(
+                                     f"{fmt_p(d.p)} [{f2(d.ci_low, signed=True)}, {f2(d.ci_high, signed=True)}]"
+                                     for d in c.draws) + ")" for c, n in border) + ".")
     else:
-        lines.append(f"Seed check: each of the {len(tested)} comparisons in this report gets the same label under "
-                     f"all {len(stats.seeds)} seeds.")
+        lines.append(f"Seed check: each of the {len(tested)} pairs compared in this report gets the same label "
+                     f"under all {len(stats.seeds)} seeds.")
     lines += ["", f"sacrebleu signature of the test: `{stats.signature}`", ""]
     meta = test["meta"]
     base, mine = baseline_row(test, BASELINE), tuned_rows(test).get("optimal_reward")

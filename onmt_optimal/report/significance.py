@@ -15,7 +15,8 @@ number of resamples. The 95% interval of the difference uses sacrebleu's cut (th
 resampled difference).
 
 One rule labels a difference (``label``): *better* (or *worse*) only when, under every seed of ``SEEDS``, the
-p-value is below ``ALPHA`` and the 95% interval lies above (below) 0; *not resolved* when under no seed; and
+p-value is below ``ALPHA`` and the 95% interval lies above (below) 0, both as printed (p to 3 decimals, the
+interval to 2: a label never contradicts the figures beside it); *not resolved* when under no seed; and
 *borderline* when under some seeds only. The figures shown are those of the first seed (sacrebleu's default
 12345); the other seeds only check that no label depends on the seed.
 
@@ -30,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from onmt_optimal.report.cells import printed
 
 SEEDS = (12345, 1, 2, 3, 4)  # 12345 (sacrebleu's default) gives the figures; all of them decide the labels
 N_SAMPLES = 10000
@@ -58,10 +61,11 @@ class Draw:
 
     @property
     def direction(self) -> int:
-        """+1 (-1) when p < ALPHA and the interval lies above (below) 0; 0 otherwise."""
-        if self.p >= ALPHA:
+        """+1 (-1) when p < ALPHA and the interval lies above (below) 0, each as printed (p to 3 decimals, the
+        interval to 2), so that a label can be checked against the figures beside it; 0 otherwise."""
+        if printed(self.p, 3) >= ALPHA:
             return 0
-        return 1 if self.ci_low > 0 else -1 if self.ci_high < 0 else 0
+        return 1 if printed(self.ci_low, 2) > 0 else -1 if printed(self.ci_high, 2) < 0 else 0
 
 
 @dataclass(frozen=True)
