@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from onmt_optimal import atomic
-from onmt_optimal.options import SearchConfig
+from onmt_optimal.options import Options
 from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.record import Record, Totals
 
@@ -49,10 +49,10 @@ class RuleDecoding:
     """``decode`` for a loaded model of either toolkit (``session.Session``, ``eole.session.EoleSession``), which
     supplies ``translator``, ``vocabs``, ``infer(src)`` and ``detokenize`` (its reverse transforms, or None)."""
 
-    #: where ``decode``'s search keeps its bookkeeping (``SearchConfig.host``): "auto", on the host next to a
+    #: where ``decode``'s search keeps its bookkeeping (``Options.host``): "auto", on the host next to a
     #: CUDA model; None, next to the model
     host = AUTO
-    #: a beam of one item may be the toolkit's own search (``SearchConfig.beam_of_one``); False: the core's
+    #: a beam of one item may be the toolkit's own search (``Options.beam_of_one``); False: the core's
     beam_of_one = True
 
     def decode(self, src, beam_size: int, rules: list, progress=None) -> list[list[dict]]:
@@ -62,8 +62,7 @@ class RuleDecoding:
         tqdm bar's ``update``)."""
         translator = self.translator
         translator.beam_size = beam_size
-        translator.search = SearchConfig(stock=False, rules=list(rules), collect=True, host=self.host,
-                                          beam_of_one=self.beam_of_one)
+        translator.search = Options(rules=tuple(rules), collect=True, host=self.host, beam_of_one=self.beam_of_one)
         translator.progress = progress
         try:
             self.infer(src)

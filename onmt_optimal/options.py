@@ -1,17 +1,21 @@
-"""What the new options mean, for every toolkit's adapter: their validation and the search they select.
+"""What the new options mean, for every toolkit's adapter: their values, their validation and the search they
+select.
 
-``validate`` raises ``OptionError`` with a one-line message for any value or combination the search cannot
-honour (it reads option values only, with OpenNMT-py's names, which eole's options share, so both adapters
-call it); ``SearchConfig`` is what a decode runs: (scoring, stopping) rules sharing one beam, or stock search,
-and ``SearchConfig.from_opt`` picks it from parsed options. Registering the flags on a toolkit's command line is
-the adapter's business (``opennmt.options.add_options``, ``eole.options.config_class``).
+``Flags.read`` is the one place that reads the search's flags from parsed options (OpenNMT-py's names, which
+eole's options share), and ``Flags.active`` the one answer to "are our flags on". ``validate`` raises
+``OptionError`` with a one-line message for any value or combination the search cannot honour, once per process,
+with the toolkit's own validation of its command line; ``Options`` (frozen) is what a decode runs, made from
+validated options by each toolkit's adapter (``Options.from_opt``, ``Options.from_config``): (scoring, stopping)
+rules sharing one beam, or the toolkit's own search, where the bookkeeping lives and where the statistics go.
+Registering the flags on a toolkit's command line is the adapter's business (``opennmt.options.add_options``,
+``eole.options.config_class``); the Ray flags' meaning is ``distributed.options``'s.
 """
 from __future__ import annotations
 
 import math
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from onmt_optimal.failures import Fault
 from onmt_optimal.search import registry
@@ -27,16 +31,39 @@ class OptionError(Fault, ValueError):
     status = 2  # as argparse's own errors
 
 
-@dataclass
-class SearchConfig:
-    """What to run: (scoring, stopping) rules sharing one beam, or stock OpenNMT-py search when ``stock``.
+@dataclass(frozen=True)
+class Flags:
+    """The values of the search's flags in parsed options (OpenNMT-py's ``opt``, eole's config: the same names),
+    read in one place (``read``; a flag a toolkit does not register reads as its default)."""
 
-    The first rule answers on the output; the others (the sweep's) only in ``rule_results``."""
-
-    stock: bool
-    rules: list
+    stopping: str = "default"
+    length_reward: float = 0.0
+    length_ratio: float | None = None
+    bp_norm: bool = False
+    bound: str = "exact"
     stats_file: str | None = None
-    #: keep every rule's per-line answer (``CertifiedTranslator._rule_results``), for the tools
+
+    @classmethod
+    def read(cls, opt) -> "Flags":
+        return cls(**{f.name: getattr(opt, f.name, f.default) for f in fields(cls)})
+
+    @property
+    def active(self) -> bool:
+        """Whether the flags ask for our search (else decoding is the toolkit's own): the one definition."""
+        return (self.stopping != "default" or (self.length_reward or 0) > 0 or bool(self.bp_norm)
+                or bool(self.stats_file))
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a decode runs, made once from validated options by the toolkit's adapter (``from_opt`` for
+    OpenNMT-py, ``from_config`` for eole) or by a tool: (scoring, stopping) ``rules`` sharing one beam, or none
+    for the toolkit's own search (``stock``). The first rule answers on the output; the others (the sweep's)
+    only in the per-line records."""
+
+    rules: tuple = ()
+    stats_file: str | None = None
+    #: keep every rule's per-line record (the translators' ``_rule_results``), for the tools
     collect: bool = False
     #: where the search's bookkeeping lives (``search.Beam``): "auto", on the host when the model runs on a CUDA
     #: device, else next to it; None, on the model's device; "cpu", on the host with one packed transfer a step
@@ -44,6 +71,15 @@ class SearchConfig:
     #: a beam of one item is the toolkit's own beam search, scored afterwards (``search.beam_of_one``, where
     #: ``lineage.beam_of_one`` allows); False runs the core there too (the tests compare the two)
     beam_of_one: bool = True
+
+    @property
+    def stock(self) -> bool:
+        """No rule: the toolkit's own search runs, untouched."""
+        return not self.rules
+
+    @property
+    def active(self) -> bool:
+        return bool(self.rules)
 
     @property
     def scoring(self) -> ScoringRule | None:
@@ -54,32 +90,41 @@ class SearchConfig:
         return self.rules[0][1] if self.rules else None
 
     @classmethod
-    def from_opt(cls, opt, global_scorer) -> "SearchConfig":
-        validate(opt)
-        stopping_name = getattr(opt, "stopping", "default")
-        reward = getattr(opt, "length_reward", 0.0)
-        bp_norm = getattr(opt, "bp_norm", False)
-        stats_file = getattr(opt, "stats_file", None)
-        if stopping_name == "default" and reward == 0 and not bp_norm and not stats_file:
-            return cls(stock=True, rules=[])
-        warning = n_best_warning(opt)
+    def from_opt(cls, opt, global_scorer, prog: str = "onmt_translate") -> "Options":
+        """The search OpenNMT-py's parsed options select (validated already, with the command line: ``validate``);
+        ``-n_best`` beyond what the beam can complete is warned about on stderr, once."""
+        flags = Flags.read(opt)
+        if not flags.active:
+            return cls()
+        warning = n_best_warning(opt, flags)
         if warning:
-            sys.stderr.write(f"onmt_translate: warning: {warning}\n")
-        rule = (scoring_rule(opt, global_scorer), STOPPING_RULES[stopping_name]())
-        return cls(stock=False, rules=[rule], stats_file=stats_file)
+            sys.stderr.write(f"{prog}: warning: {warning}\n")
+        rule = (scoring_rule(opt, global_scorer), STOPPING_RULES[flags.stopping]())
+        return cls(rules=(rule,), stats_file=flags.stats_file)
+
+    @classmethod
+    def from_config(cls, config, global_scorer) -> "Options":
+        """The search eole's config selects (validated already: ``eole.options.validate``)."""
+        return cls.from_opt(config, global_scorer, prog="eole predict")
 
 
-def n_best_warning(opt) -> str | None:
+def SearchConfig(stock: bool, rules=(), **kwargs) -> Options:  # noqa: N802 (the former class's name)
+    """``Options`` under its former constructor: ``stock`` drops the rules."""
+    return Options(rules=() if stock else tuple(rules), **kwargs)
+
+
+def n_best_warning(opt, flags: Flags | None = None) -> str | None:
     """One line when -n_best asks for more hypotheses than the chosen beam can complete, else None.
 
     A beam of one item completes exactly one hypothesis (every rule stops when its one item completes), and a
     shrinking beam of b items at most b; the n-best list is then padded with repeats of the last hypothesis,
     since OpenNMT-py expects exactly n_best answers (README, "Known limits")."""
+    flags = Flags.read(opt) if flags is None else flags
     n_best = getattr(opt, "n_best", 1)
     beam = getattr(opt, "beam_size", 1)
     if beam == 1 and n_best > 1:
         holds = "a beam of one item completes one hypothesis"
-    elif getattr(opt, "stopping", "default") == "shrinking" and n_best > beam:
+    elif flags.stopping == "shrinking" and n_best > beam:
         holds = f"a shrinking beam of {beam} items completes at most {beam}"
     else:
         return None
@@ -89,11 +134,11 @@ def n_best_warning(opt) -> str | None:
 
 def scoring_rule(opt, global_scorer) -> ScoringRule:
     """The scoring rule the (validated) options ask for (``search.registry.scoring_rule``)."""
+    flags = Flags.read(opt)
     return registry.scoring_rule(
         length_penalty=getattr(opt, "length_penalty", "none") if global_scorer.has_len_pen else "none",
-        alpha=global_scorer.alpha, coverage=global_scorer.has_cov_pen, reward=getattr(opt, "length_reward", 0.0),
-        ratio=getattr(opt, "length_ratio", None), bp_norm=getattr(opt, "bp_norm", False),
-        bound=getattr(opt, "bound", "exact"))
+        alpha=global_scorer.alpha, coverage=global_scorer.has_cov_pen, reward=flags.length_reward,
+        ratio=flags.length_ratio, bp_norm=flags.bp_norm, bound=flags.bound)
 
 
 def _check_writable(flag: str, path: str | None) -> None:
@@ -143,7 +188,8 @@ def _check_distinct(opt) -> None:
     """-output, -stats_file and -src name three different files: one written over the other loses data (stock
     OpenNMT-py wrote the statistics over the translations, eole the translations over the statistics, and an
     -output equal to -src emptied the source before it was read)."""
-    src, output, stats, log = (getattr(opt, name, None) for name in ("src", "output", "stats_file", "log_file"))
+    src, output, log = (getattr(opt, name, None) for name in ("src", "output", "log_file"))
+    stats = Flags.read(opt).stats_file
     if stats and output and _same_file(stats, output):
         raise OptionError(f"-stats_file {stats} and -output {output} are the same file: one would overwrite the "
                           f"other; name two different files")
@@ -195,10 +241,10 @@ def option_warnings(opt) -> list[str]:
     unbounded one. (Whether ``RHO * |x|`` exceeds -max_length on some lines depends on the source; those lines are
     capped by -max_length, which the statistics' ``target_length`` shows.)"""
     out = []
-    ratio = getattr(opt, "length_ratio", None)
+    flags = Flags.read(opt)
+    ratio = flags.length_ratio
     max_length = getattr(opt, "max_length", None)
-    uses_ratio = (getattr(opt, "length_reward", 0.0) or 0) > 0 or getattr(opt, "bp_norm", False) \
-        or getattr(opt, "bound", "exact") == "predicted"
+    uses_ratio = (flags.length_reward or 0) > 0 or flags.bp_norm or flags.bound == "predicted"
     if ratio is not None and max_length and uses_ratio and ratio >= max_length:
         out.append(f"-length_ratio {ratio:g} makes l = {ratio:g} * |x| at least -max_length {max_length} on every "
                    f"line, so no output ever reaches it and the length bound never applies (an estimate from "
@@ -219,20 +265,33 @@ def _check_readable(flag: str, path: str | None) -> None:
         raise OptionError(f"{flag} {path} is not readable")
 
 
+def world_size_error(world_size: int) -> OptionError:
+    """OpenNMT-py 3.5.1's ``-world_size N`` inference (``InferenceEnginePY``, ``spawned_infer``) starts N processes
+    that each initialise a torch.distributed group (NCCL by default) and each decode the *whole* input with the
+    whole model (or, under ``-parallel_mode tensor_parallel``, a slice of it), every one writing ``-output``
+    and, with our flags, ``-stats_file``: it does not split a corpus. So with our flags it is refused, and
+    ``-ray_workers`` (``distributed``) is what splits one."""
+    return OptionError(
+        f"-world_size {world_size} is not supported with onmt-optimal's flags (OpenNMT-py 3.5.1 runs every "
+        f"process over the whole input, each writing -output): use -ray_workers {world_size} instead "
+        f"(with -gpu 0 for one GPU per worker)")
+
+
 def validate(opt) -> None:
     """Raise ``OptionError`` for any value or combination the search cannot honour, for a -src that cannot be
     read and for a -stats_file or -output that could not be written (checked here, before the model loads,
-    rather than after the decode)."""
+    rather than after the decode). The Ray flags are ``distributed.options.validate``'s."""
+    flags = Flags.read(opt)
     _check_readable("-src", getattr(opt, "src", None))
-    _check_writable("-stats_file", getattr(opt, "stats_file", None))
+    _check_writable("-stats_file", flags.stats_file)
     _check_writable("-output", getattr(opt, "output", None))
     _check_writable("-log_file", getattr(opt, "log_file", None) or None)
     _check_distinct(opt)
     _check_device(opt)
-    validate_workers(opt)
-    stopping = getattr(opt, "stopping", "default")
-    reward = getattr(opt, "length_reward", 0.0)
-    ratio = getattr(opt, "length_ratio", None)
+    world_size = getattr(opt, "world_size", 1) or 1
+    if world_size > 1 and flags.active:
+        raise world_size_error(world_size)
+    stopping, reward, ratio = flags.stopping, flags.length_reward, flags.length_ratio
     if stopping not in STOPPING_RULES:
         raise OptionError(
             f"-stopping must be one of {', '.join(STOPPING_RULES)} (got {stopping!r})"
@@ -241,8 +300,7 @@ def validate(opt) -> None:
         raise OptionError(f"-length_reward must be a finite number >= 0 (got {reward})")
     if ratio is not None and (math.isnan(ratio) or math.isinf(ratio) or ratio <= 0):
         raise OptionError(f"-length_ratio must be a finite number > 0 (got {ratio})")
-    bp_norm = getattr(opt, "bp_norm", False)
-    bound = getattr(opt, "bound", "exact")
+    bp_norm, bound = flags.bp_norm, flags.bound
     length_penalty = getattr(opt, "length_penalty", "none")
     if bound not in BOUNDS:
         raise OptionError(f"-bound must be one of {', '.join(BOUNDS)} (got {bound!r})")
@@ -263,74 +321,10 @@ def validate(opt) -> None:
     if sampling and (stopping != "default" or reward > 0 or bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
                           "(-random_sampling_topk/-random_sampling_topp)")
-    ours = stopping != "default" or reward > 0 or bp_norm or getattr(opt, "stats_file", None)
-    if ours and getattr(opt, "ratio", 0.0) > 0:
+    if flags.active and getattr(opt, "ratio", 0.0) > 0:
         raise OptionError("OpenNMT-py's -ratio stopping rule cannot be combined with onmt-optimal's flags; "
                           "drop -ratio")
     if stopping == "optimal" and (getattr(opt, "coverage_penalty", "none") != "none"
                                   or getattr(opt, "stepwise_penalty", False)):
         raise OptionError("-stopping optimal needs a score that never rises as a hypothesis grows; "
                           "a coverage penalty can, so use -coverage_penalty none")
-
-
-RAY_INSTALL = "pip install ray==2.60.0 (the version tested; from a clone of onmt-optimal: pip install '.[ray]')"
-
-
-def uses_new_flags(opt) -> bool:
-    """True when any onmt-optimal flag other than -progress is set."""
-    return (getattr(opt, "stopping", "default") != "default" or getattr(opt, "length_reward", 0.0) != 0
-            or getattr(opt, "bp_norm", False) or bool(getattr(opt, "stats_file", None))
-            or getattr(opt, "ray_workers", 0) != 0)
-
-
-def validate_workers(opt) -> None:
-    """-ray_workers and its companions, and OpenNMT-py's own -world_size, which onmt-optimal's flags refuse.
-
-    OpenNMT-py 3.5.1's ``-world_size N`` inference (``InferenceEnginePY``, ``spawned_infer``) starts N processes
-    that each initialise a torch.distributed group (NCCL by default) and each decode the *whole* input with the
-    whole model (or, under ``-parallel_mode tensor_parallel``, a slice of it), every one writing ``-output``
-    and, with our flags, ``-stats_file``: it does not split a corpus. So with our flags it is refused, and
-    ``-ray_workers`` is what splits one."""
-    workers = getattr(opt, "ray_workers", 0) or 0
-    world_size = getattr(opt, "world_size", 1) or 1
-    if world_size > 1 and uses_new_flags(opt):
-        raise OptionError(
-            f"-world_size {world_size} is not supported with onmt-optimal's flags (OpenNMT-py 3.5.1 runs every "
-            f"process over the whole input, each writing -output): use -ray_workers {world_size} instead "
-            f"(with -gpu 0 for one GPU per worker)")
-    if workers < 0:
-        raise OptionError(f"-ray_workers must be a number >= 0 (got {workers})")
-    gpus = getattr(opt, "ray_gpus_per_worker", None)
-    timeout = getattr(opt, "ray_timeout", None)
-    if workers == 0:
-        for flag, value in (("-ray_address", getattr(opt, "ray_address", None) or None),
-                            ("-ray_gpus_per_worker", gpus), ("-ray_timeout", timeout)):
-            if value is not None:
-                raise OptionError(f"{flag} needs -ray_workers N (N >= 1)")
-        return
-    if timeout is not None:
-        if not getattr(opt, "ray_address", None):
-            raise OptionError("-ray_timeout bounds the wait for the cluster at -ray_address: give -ray_address too")
-        if math.isnan(timeout) or math.isinf(timeout) or timeout <= 0:
-            raise OptionError(f"-ray_timeout must be a number of seconds > 0 (got {timeout:g})")
-    if gpus is not None and (math.isnan(gpus) or gpus < 0):
-        raise OptionError(f"-ray_gpus_per_worker must be a number >= 0 (got {gpus})")
-    on_gpu = getattr(opt, "gpu", -1) >= 0
-    if gpus is not None and gpus > 0 and not on_gpu:
-        raise OptionError("-ray_gpus_per_worker needs -gpu 0 (each worker decodes on the GPU Ray gives it)")
-    if on_gpu and gpus == 0:
-        raise OptionError("-gpu with -ray_gpus_per_worker 0: drop -gpu to decode on CPU workers")
-    refused = [(getattr(opt, "random_sampling_topk", 0) != 0 or getattr(opt, "random_sampling_topp", 0.0) != 0,
-                "random sampling (-random_sampling_topk/-random_sampling_topp) draws from one random stream "
-                "across the whole input, which workers cannot share"),
-               (bool(getattr(opt, "tgt", None)), "-tgt (gold scores)"),
-               (getattr(opt, "attn_debug", False), "-attn_debug (printed per sentence, by each worker)"),
-               (getattr(opt, "align_debug", False), "-align_debug (printed per sentence, by each worker)"),
-               (getattr(opt, "verbose", False), "-verbose (printed per sentence, by each worker)")]
-    for refused_here, what in refused:
-        if refused_here:
-            raise OptionError(f"-ray_workers does not take {what}: run it in one process (drop -ray_workers)")
-    import importlib.util
-
-    if importlib.util.find_spec("ray") is None:
-        raise OptionError(f"-ray_workers needs Ray, which is not installed: {RAY_INSTALL}")

@@ -23,6 +23,8 @@ class Session(RuleDecoding):
         from onmt.transforms import TransformPipe, make_transforms
         from onmt.utils.parse import ArgumentParser
 
+        from onmt_optimal.opennmt.options import validate_parsed
+
         parser = ArgumentParser(description="onmt-optimal session")
         translate_opts(parser)
         parser.error = _refuse  # a bad flag is an OptionError (one line), not a usage text and an exit
@@ -32,10 +34,7 @@ class Session(RuleDecoding):
         if "-output" not in args and "--output" not in args:
             args += ["-output", os.devnull]
         opt = parser.parse_args(args)
-        ArgumentParser.validate_translate_opts(opt)
-        ArgumentParser._get_all_transform_translate(opt)
-        ArgumentParser._validate_transforms_opts(opt)
-        ArgumentParser.validate_translate_opts_dynamic(opt)
+        validate_parsed(opt)
         self.opt = opt
         self.engine = InferenceEnginePY(opt)
         self.translator = self.engine.translator

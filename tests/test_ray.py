@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from onmt_optimal.distributed import capacity, join, plan
+from onmt_optimal.distributed import options as ray_options
 from onmt_optimal.distributed.cluster import Cluster
 from onmt_optimal import options
 from onmt_optimal.opennmt import patch
@@ -83,11 +84,17 @@ def _opt(**kw):
 ])
 def test_refused_combinations(kw, message):
     with pytest.raises(options.OptionError, match=message):
-        options.validate(_opt(**kw))
+        validate(_opt(**kw))
 
 
 def test_world_size_without_new_flags_stays_stock():
-    options.validate(_opt(world_size=2, ray_workers=0))
+    validate(_opt(world_size=2, ray_workers=0))
+
+
+def validate(opt):
+    """The search's validation, then Ray's, as ``onmt_translate`` runs them (``patch.apply``)."""
+    options.validate(opt)
+    ray_options.validate(opt)
 
 
 @pytest.mark.parametrize("kw, message", [

@@ -19,7 +19,8 @@ import sys
 import threading
 
 from onmt_optimal.distributed import capacity, join, local
-from onmt_optimal.options import RAY_INSTALL, OptionError
+from onmt_optimal.distributed.options import RAY_INSTALL
+from onmt_optimal.options import OptionError
 
 
 class WorkerError(RuntimeError):

@@ -207,12 +207,12 @@ def _open_output(path, outputs):
 
 
 def _search(opt):
-    """The search the options select (``SearchConfig``), and its score's label, without loading a model."""
+    """The search the options select (``Options``), and its score's label, without loading a model."""
     from onmt.translate import GNMTGlobalScorer
 
-    from onmt_optimal.options import SearchConfig
+    from onmt_optimal.options import Options
 
-    search = SearchConfig.from_opt(opt, GNMTGlobalScorer.from_opt(opt))
+    search = Options.from_opt(opt, GNMTGlobalScorer.from_opt(opt))
     rule = search.scoring
     return search, None if rule is None else label(rule)
 

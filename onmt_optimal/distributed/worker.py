@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import tempfile
+from dataclasses import replace
 
 from onmt_optimal.distributed.plan import in_part
 
@@ -48,8 +49,8 @@ class TranslateWorker:
         self.engine = InferenceEnginePY(opt)
         translator = self.engine.translator
         search = getattr(translator, "search", None)
-        if search is not None:
-            search.stats_file = None  # records are collected (``_stats``) and sent back, not written here
+        if search is not None:  # records are collected (``_stats``) and sent back, not written here
+            translator.search = replace(search, stats_file=None)
         self._totals = None
 
         def report(name, score_total, nb_sentences):  # stock's closing lines: the driver writes them

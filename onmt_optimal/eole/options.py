@@ -5,22 +5,20 @@ from their fields (``eole.config.cli.add_model``). ``OptimalDecodingConfig`` hol
 makes a subclass of eole's ``PredictConfig`` with them, which ``patch`` gives to ``eole predict`` (so the flags
 appear in ``eole predict -h`` and YAML configs accept the keys; stock eole forbids unknown keys).
 
-Validation is the shared one (``onmt_optimal.options.validate``: it reads only option values, no toolkit),
-plus eole's sampling options (``top_k``/``top_p``); flags are named as eole's command line also
+Validation (``validate``, run once, by ``Predict.build_config``: ``patch``) is the shared one
+(``onmt_optimal.options.validate``: it reads only option values, no toolkit), plus eole's sampling options (``top_k``/``top_p``); flags are named as eole's command line also
 spells them (``-stopping``; eole accepts ``--stopping`` and ``-stopping``). Every impossible combination raises
 ``OptionError`` with a one-line message.
 """
 from __future__ import annotations
 
-import sys
 from functools import lru_cache
 
-from onmt_optimal.options import (OptionError, SearchConfig, n_best_warning, option_warnings, scoring_rule,
-                                  validate as _validate, validate_sizes)
+from onmt_optimal.options import Flags, OptionError, Options, option_warnings, validate as _validate, validate_sizes
 from onmt_optimal.search.registry import STOPPING_RULES
 from onmt_optimal.search.scoring import BOUNDS
 
-__all__ = ["FIELDS", "OptionError", "SearchConfig", "config_class", "option_warnings", "search_config", "validate"]
+__all__ = ["FIELDS", "OptionError", "Options", "config_class", "option_warnings", "validate"]
 
 PROG = "eole predict"
 
@@ -78,25 +76,19 @@ def config_class(base=None):
     return cls
 
 
-def ours(config) -> bool:
-    """Whether any of our options asks for our search (else decoding is stock eole's)."""
-    return (getattr(config, "stopping", "default") != "default" or (getattr(config, "length_reward", 0.0) or 0) > 0
-            or bool(getattr(config, "bp_norm", False)) or bool(getattr(config, "stats_file", None)))
-
-
 def validate(config) -> None:
     """``OptionError`` for any value or combination the search cannot honour (see the module docstring), and
     for sizes eole fails on with a traceback (``validate_sizes``; stock eole answers -max_length 0 with empty
     lines, which stays so where none of our options is given)."""
-    validate_sizes(config, max_length_zero=not ours(config))
+    flags = Flags.read(config)
+    validate_sizes(config, max_length_zero=not flags.active)
     _check_model_paths(config)
     _validate(config)
     sampling = getattr(config, "top_k", 0) != 0 or getattr(config, "top_p", 0.0) != 0
-    if sampling and (getattr(config, "stopping", "default") != "default" or getattr(config, "length_reward", 0.0) > 0
-                     or getattr(config, "bp_norm", False)):
+    if sampling and (flags.stopping != "default" or flags.length_reward > 0 or flags.bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
                           "(-top_k/-top_p)")
-    if ours(config) and getattr(config, "self_speculative_decoding", False):
+    if flags.active and getattr(config, "self_speculative_decoding", False):
         raise OptionError("onmt-optimal's options decode with beam search: drop -self_speculative_decoding")
 
 
@@ -115,15 +107,3 @@ def _check_model_paths(config) -> None:
             raise OptionError(f"-model_path {path}: no such directory")
         if not os.path.isfile(os.path.join(path, "config.json")):
             raise OptionError(f"-model_path {path} is not an eole model directory (it has no config.json)")
-
-
-def search_config(config, global_scorer) -> SearchConfig:
-    """The rules ``config`` asks for, or ``stock=True`` (validated first)."""
-    validate(config)
-    if not ours(config):
-        return SearchConfig(stock=True, rules=[])
-    warning = n_best_warning(config)
-    if warning:
-        sys.stderr.write(f"{PROG}: warning: {warning}\n")
-    rule = (scoring_rule(config, global_scorer), STOPPING_RULES[getattr(config, "stopping", "default")]())
-    return SearchConfig(stock=False, rules=[rule], stats_file=getattr(config, "stats_file", None))

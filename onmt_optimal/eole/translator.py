@@ -29,15 +29,16 @@ from eole.predict.translator import Translator
 from onmt_optimal import lineage, lines
 from onmt_optimal.eole import empty_lines
 from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSearchLM
-from onmt_optimal.eole.options import OptionError, search_config
+from onmt_optimal.eole.options import OptionError
+from onmt_optimal.options import Options
 
 
 class Certified:
-    """The mixin; see the module docstring. ``search`` (``options.SearchConfig``) says what to run."""
+    """The mixin; see the module docstring. ``search`` (``options.Options``) says what to run."""
 
     def __init__(self, model, vocabs, config, model_config, *args, global_scorer=None, **kwargs):
         super().__init__(model, vocabs, config, model_config, *args, global_scorer=global_scorer, **kwargs)
-        self.search = search_config(config, global_scorer)
+        self.search = Options.from_config(config, global_scorer)  # config validated as it was built (patch)
         if not self.search.stock and getattr(model_config, "add_estimator", False):
             raise OptionError("onmt-optimal's options do not rerank with the model's estimator (add_estimator): "
                               "drop -stopping/-length_reward/-bp_norm/-stats_file for this model")

@@ -11,7 +11,7 @@ What changes against stock's ``BeamSearch`` (which runs without the new flags):
 
 * the step reads one ``(B, 1)`` column on the host (which examples are done), where stock reads every item's EOS
   flag and then runs ``update_finished`` whenever any item completed; here it runs only when an example is
-  done, and hands its answers over from one transfer (with ``host``, ``SearchConfig.host``, the core's
+  done, and hands its answers over from one transfer (with ``host``, ``Options.host``, the core's
   bookkeeping runs on the host instead, fed one packed transfer a step: ``search.beam``);
 * predictions are handed over as host tensors, already read (OpenNMT-py reads each with ``.tolist()``);
 * n-gram blocking (``-block_ngram_repeat``) keeps its per-path state (``forbidden_tokens``) in step with the

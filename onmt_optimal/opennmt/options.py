@@ -2,18 +2,30 @@
 
 ``add_options`` adds one argument group to any OpenNMT-py translate parser (CLI and YAML alike, since
 OpenNMT-py's configargparse reads YAML keys through the same parser). What the flags mean (their validation,
-``OptionError``, and the search they select, ``SearchConfig.from_opt``) is toolkit-free and lives in
-``onmt_optimal.options``, re-exported here.
+``OptionError``, and the search they select, ``Options.from_opt``) is toolkit-free and lives in
+``onmt_optimal.options``, the Ray flags' in ``onmt_optimal.distributed.options``. ``validate_parsed`` is
+OpenNMT-py's validation sequence of parsed translate options, ours included (``patch`` adds it to
+``validate_translate_opts``), as ``onmt_translate`` runs it.
 """
 from __future__ import annotations
 
-from onmt_optimal.options import (RAY_INSTALL, OptionError, SearchConfig, n_best_warning, scoring_rule,  # noqa: F401
-                                  uses_new_flags, validate, validate_workers)
+from onmt_optimal.options import OptionError, Options, n_best_warning, scoring_rule, validate  # noqa: F401
 from onmt_optimal.search.registry import STOPPING_RULES
 from onmt_optimal.search.scoring import BOUNDS
 
 GROUP_TITLE = "Optimal stopping (onmt-optimal)"
 RAY_GROUP_TITLE = "Many workers (onmt-optimal, Ray)"
+
+
+def validate_parsed(opt) -> None:
+    """OpenNMT-py's checks of parsed translate options, in ``onmt_translate``'s order (``onmt.bin.translate``):
+    its own and ours (``validate_translate_opts``, patched), then the transforms'."""
+    from onmt.utils.parse import ArgumentParser
+
+    ArgumentParser.validate_translate_opts(opt)
+    ArgumentParser._get_all_transform_translate(opt)
+    ArgumentParser._validate_transforms_opts(opt)
+    ArgumentParser.validate_translate_opts_dynamic(opt)
 
 
 def add_options(parser) -> None:

@@ -74,11 +74,13 @@ def apply() -> None:
     stock_validate = ArgumentParser.validate_translate_opts.__func__
 
     from onmt_optimal import options as meaning
+    from onmt_optimal.distributed import options as ray_options
 
     def validate_translate_opts(cls, opt):
         meaning.validate_sizes(opt)  # before stock's checks, which do not catch these
         stock_validate(cls, opt)
-        options.validate(opt)
+        meaning.validate(opt)
+        ray_options.validate(opt)
         for warning in meaning.option_warnings(opt):
             sys.stderr.write(f"{PROG}: warning: {warning}\n")
 
@@ -208,14 +210,13 @@ def _dispatching(stock_translate):
 
     @functools.wraps(stock_translate)
     def translate(opt):
-        if not getattr(opt, "ray_workers", 0):
-            return stock_translate(opt)
-        from onmt.utils.parse import ArgumentParser
+        from onmt_optimal.distributed.options import workers
 
-        ArgumentParser.validate_translate_opts(opt)
-        ArgumentParser._get_all_transform_translate(opt)
-        ArgumentParser._validate_transforms_opts(opt)
-        ArgumentParser.validate_translate_opts_dynamic(opt)
+        if not workers(opt):
+            return stock_translate(opt)
+        from onmt_optimal.opennmt.options import validate_parsed
+
+        validate_parsed(opt)
         from onmt_optimal.distributed.translate import run
 
         run(opt, prepare=apply)

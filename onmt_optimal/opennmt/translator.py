@@ -30,7 +30,7 @@ from onmt.translate.translator import Translator
 from onmt_optimal import lineage, lines
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
-from onmt_optimal.options import SearchConfig
+from onmt_optimal.options import Options
 from onmt_optimal.opennmt.output import RunOutput
 
 
@@ -43,7 +43,7 @@ class CertifiedTranslator(Translator):
         # otherwise lands in the middle of decoding every few seconds). Output is unaffected.
         gc.collect()
         gc.freeze()
-        translator.search = SearchConfig.from_opt(opt, global_scorer)
+        translator.search = Options.from_opt(opt, global_scorer)  # opt validated with the command line
         translator._stats = {}
         translator._rule_results = {}
         #: called with the number of sentences of each batch once it is translated (None: nobody listens)

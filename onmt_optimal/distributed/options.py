@@ -1,0 +1,66 @@
+"""``-ray_workers`` and its companions: their validation, and what to install when Ray is missing.
+
+``validate`` runs with OpenNMT-py's own validation of the command line (``patch.apply``), after the search's
+(``onmt_optimal.options.validate``), so a bad combination is refused in one line before Ray starts. The Ray
+flags are registered on the command line with the others (``opennmt.options.add_options``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+
+from onmt_optimal.options import Flags, OptionError, world_size_error
+
+RAY_INSTALL = "pip install ray==2.60.0 (the version tested; from a clone of onmt-optimal: pip install '.[ray]')"
+
+
+def workers(opt) -> int:
+    """``-ray_workers``: 0 decodes in this process."""
+    return getattr(opt, "ray_workers", 0) or 0
+
+
+def uses_new_flags(opt) -> bool:
+    """True when any onmt-optimal flag other than -progress is set."""
+    return Flags.read(opt).active or workers(opt) != 0
+
+
+def validate(opt) -> None:
+    """-ray_workers and its companions, and OpenNMT-py's own -world_size with them (``world_size_error``)."""
+    n = workers(opt)
+    world_size = getattr(opt, "world_size", 1) or 1
+    if world_size > 1 and uses_new_flags(opt):
+        raise world_size_error(world_size)
+    if n < 0:
+        raise OptionError(f"-ray_workers must be a number >= 0 (got {n})")
+    gpus = getattr(opt, "ray_gpus_per_worker", None)
+    timeout = getattr(opt, "ray_timeout", None)
+    if n == 0:
+        for flag, value in (("-ray_address", getattr(opt, "ray_address", None) or None),
+                            ("-ray_gpus_per_worker", gpus), ("-ray_timeout", timeout)):
+            if value is not None:
+                raise OptionError(f"{flag} needs -ray_workers N (N >= 1)")
+        return
+    if timeout is not None:
+        if not getattr(opt, "ray_address", None):
+            raise OptionError("-ray_timeout bounds the wait for the cluster at -ray_address: give -ray_address too")
+        if math.isnan(timeout) or math.isinf(timeout) or timeout <= 0:
+            raise OptionError(f"-ray_timeout must be a number of seconds > 0 (got {timeout:g})")
+    if gpus is not None and (math.isnan(gpus) or gpus < 0):
+        raise OptionError(f"-ray_gpus_per_worker must be a number >= 0 (got {gpus})")
+    on_gpu = getattr(opt, "gpu", -1) >= 0
+    if gpus is not None and gpus > 0 and not on_gpu:
+        raise OptionError("-ray_gpus_per_worker needs -gpu 0 (each worker decodes on the GPU Ray gives it)")
+    if on_gpu and gpus == 0:
+        raise OptionError("-gpu with -ray_gpus_per_worker 0: drop -gpu to decode on CPU workers")
+    refused = [(getattr(opt, "random_sampling_topk", 0) != 0 or getattr(opt, "random_sampling_topp", 0.0) != 0,
+                "random sampling (-random_sampling_topk/-random_sampling_topp) draws from one random stream "
+                "across the whole input, which workers cannot share"),
+               (bool(getattr(opt, "tgt", None)), "-tgt (gold scores)"),
+               (getattr(opt, "attn_debug", False), "-attn_debug (printed per sentence, by each worker)"),
+               (getattr(opt, "align_debug", False), "-align_debug (printed per sentence, by each worker)"),
+               (getattr(opt, "verbose", False), "-verbose (printed per sentence, by each worker)")]
+    for refused_here, what in refused:
+        if refused_here:
+            raise OptionError(f"-ray_workers does not take {what}: run it in one process (drop -ray_workers)")
+    if importlib.util.find_spec("ray") is None:
+        raise OptionError(f"-ray_workers needs Ray, which is not installed: {RAY_INSTALL}")
