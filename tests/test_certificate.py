@@ -345,7 +345,7 @@ def test_many_rules_in_one_decode_answer_as_separate_decodes(case, rewards, host
         alone = decode(dict(case, rule=rule, reward=reward, n_best=1), stop)
         for b in examples:
             got = joint.rule_results[b][r]
-            want = dict(alone.search_stats[b], tokens=[t for t in alone.predictions[b][0].tolist() if t != EOS])
+            want = alone.search_stats[b].with_tokens([t for t in alone.predictions[b][0].tolist() if t != EOS])
             assert got == want, (rule, stop, reward)
 
 
