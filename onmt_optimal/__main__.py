@@ -49,16 +49,9 @@ UNESCAPE_HELP = ("undo Moses escapes (&apos; &quot; &amp; @-@ ...) in the source
 def _session(translate_args: list[str]):
     """The model of ``translate_args``, loaded once: eole's (``-model_path``, or a ``-config`` YAML with
     ``model_path``: ``eole predict`` arguments) or OpenNMT-py's (``onmt_translate`` arguments)."""
-    from onmt_optimal.eole.session import is_eole
+    from onmt_optimal import session
 
-    args = [a for a in translate_args if a != "--"]
-    if is_eole(args):
-        from onmt_optimal.eole.session import EoleSession
-
-        return EoleSession(args)
-    from onmt_optimal.session import Session
-
-    return Session(args)
+    return session.load(translate_args)
 
 
 def ratio(argv: list[str]) -> None:

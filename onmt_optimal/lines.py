@@ -46,7 +46,7 @@ def with_texts(records: list, ids_to_tokens, detokenize=None) -> list:
 
 
 class RuleDecoding:
-    """``decode`` for a loaded model of either toolkit (``session.Session``, ``eole.session.EoleSession``), which
+    """``decode`` for a loaded model of either toolkit (``opennmt.session.Session``, ``eole.session.EoleSession``), which
     supplies ``translator``, ``vocabs``, ``infer(src)`` and ``detokenize`` (its reverse transforms, or None)."""
 
     #: where ``decode``'s search keeps its bookkeeping (``Options.host``): "auto", on the host next to a

@@ -1,5 +1,5 @@
 """The r x b sweep on Ray: its decodes (one per beam size and beam kind, ``onmt_optimal.sweep``) spread over
-actors, each holding one ``Session`` (the model, loaded once).
+actors, each holding one session of either toolkit (``onmt_optimal.session.load``: the model, loaded once).
 
 A decode is the whole dev set at one beam size for one group of decoders sharing a beam; its records are a
 function of the model, the source, the beam size and the rules, so an actor restarted mid-decode (Ray's
@@ -28,9 +28,12 @@ class SweepWorker:
             torch.set_num_threads(threads)
             if cwd and os.path.isdir(cwd):
                 os.chdir(cwd)
-            from onmt_optimal.session import Session
+            from onmt_optimal import session
+            from onmt_optimal.eole.session import is_eole
 
-            self.session = Session(list(translate_args) + (["-gpu", "0"] if on_gpu else []))
+            # either toolkit's (``session.load``); an OpenNMT-py GPU worker decodes on the one Ray gives it
+            gpu = ["-gpu", "0"] if on_gpu and not is_eole(list(translate_args)) else []
+            self.session = session.load(list(translate_args) + gpu)
         except Exception as err:  # reported by ready(), in the driver
             self.error = err
 

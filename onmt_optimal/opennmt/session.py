@@ -1,0 +1,77 @@
+"""A loaded OpenNMT-py model and its transforms, for the tools that decode many times (sweep, ratio; chosen by
+``onmt_optimal.session.load``).
+
+``Session`` parses ordinary ``onmt_translate`` arguments (CLI flags or ``-config`` YAML), loads the model once
+through OpenNMT-py's own ``InferenceEnginePY`` and then decodes any source file with any set of rules sharing
+one beam, returning per-line results with detokenized text. It also exposes the model's transforms, so that
+lengths are counted in the tokens the model sees.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from onmt_optimal.lines import RuleDecoding
+from onmt_optimal.opennmt import patch
+from onmt_optimal.options import OptionError
+
+
+class Session(RuleDecoding):
+    def __init__(self, translate_args: list[str]):
+        patch.apply()
+        from onmt.inference_engine import InferenceEnginePY
+        from onmt.opts import translate_opts
+        from onmt.transforms import TransformPipe, make_transforms
+        from onmt.utils.parse import ArgumentParser
+
+        from onmt_optimal.opennmt.options import validate_parsed
+
+        parser = ArgumentParser(description="onmt-optimal session")
+        translate_opts(parser)
+        parser.error = _refuse  # a bad flag is an OptionError (one line), not a usage text and an exit
+        args = list(translate_args)
+        if "-src" not in args and "--src" not in args:
+            args += ["-src", os.devnull]
+        if "-output" not in args and "--output" not in args:
+            args += ["-output", os.devnull]
+        opt = parser.parse_args(args)
+        validate_parsed(opt)
+        self.opt = opt
+        self.engine = InferenceEnginePY(opt)
+        self.translator = self.engine.translator
+        self.vocabs = self.engine.vocabs
+        transforms = make_transforms(opt, self.engine.transforms_cls, self.vocabs)
+        self.transforms = transforms
+        self.pipe = TransformPipe.build_from([transforms[name] for name in transforms]) if transforms else None
+        self.detokenize = self.pipe.batch_apply_reverse if self.pipe is not None else None
+
+    # ------------------------------------------------------------------ decoding
+    def infer(self, src: str | Path):
+        """OpenNMT-py's whole pipeline on ``src`` (read, transform, batch, translate), output discarded."""
+        self.opt.src = str(src)
+        self.engine.opt.src = str(src)
+        translator = self.translator
+        with open(os.devnull, "w") as sink:
+            out_file, translator.out_file = translator.out_file, sink
+            try:
+                return self.engine.infer_file()
+            finally:
+                translator.out_file = out_file
+
+    # ------------------------------------------------------------------ lengths the model sees
+    def model_lengths(self, lines: list[str], side: str) -> list[int]:
+        """Token counts of raw ``lines`` after the model's transforms (e.g. SentencePiece pieces)."""
+        lengths = []
+        for line in lines:
+            tokens = line.strip().split()
+            if self.pipe is None or not tokens:
+                lengths.append(len(tokens))
+                continue
+            example = {"src": tokens, "tgt": tokens, "src_original": tokens, "tgt_original": tokens}
+            example = self.pipe.apply(example, is_train=False)
+            lengths.append(len(example[side]) if example is not None else 0)
+        return lengths
+
+
+def _refuse(message: str) -> None:
+    raise OptionError(" ".join(str(message).split()))
