@@ -69,7 +69,7 @@ class Options:
     #: device, else next to it; None, on the model's device; "cpu", on the host with one packed transfer a step
     host: str | None = AUTO
     #: a beam of one item is the toolkit's own beam search, scored afterwards (``search.beam_of_one``, where
-    #: ``lineage.beam_of_one`` allows); False runs the core there too (the tests compare the two)
+    #: ``adapter.batch_search.beam_of_one`` allows); False runs the core there too (the tests compare the two)
     beam_of_one: bool = True
 
     @property

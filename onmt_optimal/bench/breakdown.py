@@ -19,9 +19,9 @@ from onmt_optimal.profiling import counting_calls, kernel_like
 ROOT = Path(__file__).resolve().parents[2]
 
 
-#: the decoding strategy's code: stock's beam search and ours (search, adapter, lineage)
+#: the decoding strategy's code: stock's beam search and ours (search core, shared adapter, OpenNMT-py's step)
 SEARCH = ("onmt/translate/beam_search.py", "onmt/translate/decode_strategy.py", "onmt_optimal/search/",
-          "onmt_optimal/lineage.py", "onmt_optimal/opennmt/beam_search.py")
+          "onmt_optimal/adapter/", "onmt_optimal/opennmt/beam_search.py")
 
 
 #: the prefix of a function's name whose ops, with the bookkeeping on a host, run there

@@ -13,7 +13,7 @@ from onmt_optimal.bench.render import speed_range
 from onmt_optimal.bench.rounds import count_fields, count_round, run_round
 from onmt_optimal.bench.timers import PartTimer
 from onmt_optimal.bench.variants import VARIANTS, search
-from onmt_optimal.lines import ordered
+from onmt_optimal.adapter.lines import ordered
 
 
 def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, reward, ratio, sync,

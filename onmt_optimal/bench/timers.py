@@ -51,11 +51,11 @@ class PartTimer:
         self.seconds = dict.fromkeys(self.PARTS, 0.0)
         self.sync = sync
         self.clock = clock
-        from onmt_optimal.lineage import CoreDriven
+        from onmt_optimal.adapter.beam_search import LineageBeamSearch
         from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 
-        # ours: advance and update_finished live in lineage.CoreDriven, the toolkit step in the adapter
-        for cls in (BeamSearchBase, CoreDriven, CertifiedBeamSearch, Beam):
+        # ours: advance and update_finished live in adapter.beam_search.LineageBeamSearch, the toolkit step in the adapter
+        for cls in (BeamSearchBase, LineageBeamSearch, CertifiedBeamSearch, Beam):
             for name, part in (("_pick", "select"), ("pick", "select"), ("advance", "step"),
                                ("update_finished", "finish")):
                 if name in cls.__dict__:  # a later PartTimer (next model) replaces the earlier one's wrapper

@@ -24,7 +24,7 @@ from onmt_optimal import atomic
 from onmt_optimal.distributed import plan
 from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
-from onmt_optimal.lines import StatsFile, label
+from onmt_optimal.adapter.lines import StatsFile, label
 from onmt_optimal.search.record import Record, Totals
 
 #: buckets whose parts may be in flight at once (bounds the driver's memory on a corpus of millions of lines)

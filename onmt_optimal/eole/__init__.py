@@ -2,7 +2,7 @@
 ``eole predict``, for encoder-decoder and decoder-only models.
 
 * ``beam_search``  eole's ``BeamSearch`` and ``BeamSearchLM`` driven by the search core (with
-                   ``onmt_optimal.lineage``, shared with the OpenNMT-py adapter);
+                   ``onmt_optimal.adapter``, shared with the OpenNMT-py adapter);
 * ``translator``   its ``Translator`` and ``GeneratorLM`` with that search, statistics, empty lines, PRED report;
 * ``options``      the new options as pydantic fields of eole's ``PredictConfig``, and their validation;
 * ``session``      a loaded model for the tools (``python -m onmt_optimal ratio|sweep``);

@@ -1,7 +1,7 @@
 """eole's ``BeamSearch`` (encoder-decoder) and ``BeamSearchLM`` (decoder-only) driven by the search core.
 
 The toolkit-free part (collecting, stopping, handing answers over, dropping finished examples) is
-``onmt_optimal.lineage.CoreDriven``, shared with the OpenNMT-py adapter; here is only eole's own step,
+``onmt_optimal.adapter.beam_search.LineageBeamSearch``, shared with the OpenNMT-py adapter; here is only eole's own step,
 ``BeamSearchBase.advance`` of eole 0.6.4 statement for statement but for three things: the core picks the beam
 (an exact top-k), nothing is read on the host (stock's ``is_finished_list``), and a product with a length
 penalty of 1 is skipped. What differs from OpenNMT-py 3.5.1's step, and how it is kept:
@@ -25,16 +25,16 @@ from dataclasses import replace
 import torch
 from eole.predict.beam_search import BeamSearch, BeamSearchLM
 
-from onmt_optimal.lineage import CoreDriven
+from onmt_optimal.adapter.beam_search import LineageBeamSearch
 from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.top_k import TopK, top_k
 
 
-class _EoleStep(CoreDriven):
+class _EoleStep(LineageBeamSearch):
     """eole's step for the core (see the module docstring); mixed into both of eole's beam searches."""
 
     def _setup(self, rules, top_k, host):
-        self._init_core(rules, self.eos[0], top_k, host)
+        self._init_certifier(rules, self.eos[0], top_k, host)
         self._eos_ids = set(self.eos)
 
     # eole sets this from its compile settings before decoding; this search always drops finished examples
@@ -80,7 +80,7 @@ class _EoleStep(CoreDriven):
         curr_scores = cumulative / length_penalty if length_penalty != 1 else cumulative
         self.block_ngram_repeats(curr_scores)
         curr_scores = self.target_prefixing(curr_scores)
-        self.topk_scores, self.topk_ids, self._batch_index = self.core.pick(curr_scores)
+        self.topk_scores, self.topk_ids, self._batch_index = self.certifier.pick(curr_scores)
         if self.parallel_gpu > 1:
             for tensor in (self.topk_scores, self.topk_ids, self._batch_index):
                 broadcast_from_rank_zero(tensor, self.parallel_gpu)
@@ -89,7 +89,7 @@ class _EoleStep(CoreDriven):
 
 class CertifiedBeamSearch(_EoleStep, BeamSearch):
     """``eole.predict.beam_search.BeamSearch`` with ``rules=[(scoring, stopping), ...]`` (the first answers to
-    eole); ``search_stats`` and ``rule_results`` as in ``lineage.CoreDriven``."""
+    eole); ``search_stats`` and ``rule_results`` as in ``adapter.beam_search.LineageBeamSearch``."""
 
     def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)
@@ -97,7 +97,7 @@ class CertifiedBeamSearch(_EoleStep, BeamSearch):
 
     def initialize(self, enc_out, src_len, device=None, target_prefix=None):
         out = super().initialize(enc_out, src_len, device=device, target_prefix=target_prefix)
-        self._start_core(src_len)
+        self._start_certifier(src_len)
         return out
 
 
@@ -111,9 +111,9 @@ class CertifiedBeamSearchLM(_EoleStep, BeamSearchLM):
     def initialize(self, src, src_len, device=None, target_prefix=None):
         prompt_len = src_len.clone()  # BeamSearchLM's src_len grows with the text
         out = super().initialize(src, src_len, device=device, target_prefix=target_prefix)
-        self._start_core(prompt_len)
+        self._start_certifier(prompt_len)
         return out
 
     def advance(self, log_probs, attn):
-        CoreDriven.advance(self, log_probs, attn)
+        LineageBeamSearch.advance(self, log_probs, attn)
         self.src_len += 1  # as BeamSearchLM.advance: src_len follows the generated text

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from onmt_optimal.eole import patch
-from onmt_optimal.lines import RuleDecoding
+from onmt_optimal.adapter.decoding import RuleDecoding
 from onmt_optimal.options import OptionError
 
 

@@ -26,14 +26,15 @@ import torch
 from eole.predict.generator import GeneratorLM
 from eole.predict.translator import Translator
 
-from onmt_optimal import lineage, lines
+from onmt_optimal.adapter import batch_search, lines
+from onmt_optimal.adapter.translator import RecordKeeping
 from onmt_optimal.eole import empty_lines
 from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSearchLM
 from onmt_optimal.eole.options import OptionError
 from onmt_optimal.options import Options
 
 
-class Certified:
+class Certified(RecordKeeping):
     """The mixin; see the module docstring. ``search`` (``options.Options``) says what to run."""
 
     def __init__(self, model, vocabs, config, model_config, *args, global_scorer=None, **kwargs):
@@ -54,14 +55,7 @@ class Certified:
             return super().predict_batch(batch, attn_debug, *args, **kwargs)
         results, stats, rule_results = self._certified(batch, attn_debug)
         self._answer_empty_lines(batch, results, stats, rule_results)
-        if "cid" in batch:  # (sub-batches of eole's _maybe_retranslate have none)
-            for i in range(len(batch["srclen"])):
-                key = lines.key(batch, i)
-                self._stats[key] = stats[i]
-                if search.collect:
-                    self._rule_results[key] = rule_results[i]
-            if self.progress is not None:
-                self.progress(len(batch["srclen"]))
+        self._keep_records(batch, stats, rule_results if search.collect else None)
         return results
 
     def _answer_empty_lines(self, batch, results, stats, rule_results) -> None:
@@ -101,31 +95,19 @@ class Certified:
             estim = [row + [row[-1] if row else 1.0] * (self.n_best - len(row)) for row in estim]
         return super().report_results(gold_score, gold_log_probs, batch, batch_size, decode_strategy, estim)
 
-    def _report_score(self, name, score_total, nb_sentences):
-        """Stock's line without new options. With them, stock's ``PRED SCORE`` would be the mean of the search's
-        score: report the mean log-probability per output token (EOS counted) and the perplexity from it, then
-        the rule's mean score."""
-        report = None
-        if name == "PRED" and not self.search.stock:
-            report = lines.report(self._stats.values(), nb_sentences, self.search.scoring)
-        if report is None:
-            return super()._report_score(name, score_total, nb_sentences)
-        self._log(report[0])
-        return report[1]
-
 
 class CertifiedTranslator(Certified, Translator):
     """eole's encoder-decoder ``Translator`` with the new search."""
 
     def _certified(self, batch, attn_debug):
-        if lineage.beam_of_one(self, self.search, attn_debug):
+        if batch_search.beam_of_one(self, self.search, attn_debug):
             # a beam of one item: eole's own beam search, its answer scored under every rule (search.beam_of_one)
             results = super(Certified, self).predict_batch(batch, attn_debug)
-            stats, rule_results = lineage.beam_of_one_answers(self, self.search, batch, results,
+            stats, rule_results = batch_search.beam_of_one_answers(self, self.search, batch, results,
                                                               set(self._tgt_eos_idx))
             return results, stats, rule_results
-        strategy = lineage.strategy(CertifiedBeamSearch, self, self.search, len(batch["srclen"]),
-                                    lineage.max_length(self, batch), attn_debug)
+        strategy = batch_search.build(CertifiedBeamSearch, self, self.search, len(batch["srclen"]),
+                                    batch_search.max_length(self, batch), attn_debug)
         with torch.no_grad():
             results = self._predict_batch_with_strategy(batch, strategy)
         return results, strategy.search_stats, strategy.rule_results
@@ -146,14 +128,14 @@ class CertifiedGeneratorLM(Certified, GeneratorLM):
         return _merge(batch, parts)
 
     def _certified_group(self, batch, attn_debug):
-        if lineage.beam_of_one(self, self.search, attn_debug) and not getattr(self, "self_speculative_decoding", False):
+        if batch_search.beam_of_one(self, self.search, attn_debug) and not getattr(self, "self_speculative_decoding", False):
             # a beam of one item: eole's own beam search over prompts of one length (or left-padded), its answer
             # scored under every rule (search.beam_of_one)
             results = super(Certified, self).predict_batch(batch, attn_debug)
-            stats, rule_results = lineage.beam_of_one_answers(self, self.search, batch, results,
+            stats, rule_results = batch_search.beam_of_one_answers(self, self.search, batch, results,
                                                               set(self._tgt_eos_idx), self.max_length)
             return results, stats, rule_results
-        strategy = lineage.strategy(CertifiedBeamSearchLM, self, self.search, len(batch["srclen"]), self.max_length,
+        strategy = batch_search.build(CertifiedBeamSearchLM, self, self.search, len(batch["srclen"]), self.max_length,
                                     attn_debug)
         with torch.no_grad():
             results = self._predict_batch_with_strategy(batch, strategy)

@@ -1,5 +1,5 @@
 """OpenNMT-py's ``BeamSearch`` driven by the search core (``onmt_optimal.search.beam.Beam``), through
-``onmt_optimal.lineage.CoreDriven`` (what the OpenNMT-py and eole adapters share).
+``onmt_optimal.adapter.beam_search.LineageBeamSearch`` (what the OpenNMT-py and eole adapters share).
 
 OpenNMT-py keeps what belongs to its options: the candidate scores (minimum length, banned ``<unk>``, length
 penalty, n-gram blocking, forced target prefix, coverage penalty), the tokens and attention of every item
@@ -29,32 +29,32 @@ from __future__ import annotations
 
 from onmt.translate.beam_search import BeamSearch
 
-from onmt_optimal.lineage import FINISHED_MASK, CoreDriven  # noqa: F401 (re-exported)
+from onmt_optimal.adapter.beam_search import LineageBeamSearch
 from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.top_k import TopK, top_k
 
 
-class CertifiedBeamSearch(CoreDriven, BeamSearch):
+class CertifiedBeamSearch(LineageBeamSearch, BeamSearch):
     """``onmt.translate.BeamSearch`` with the rules ``rules=[(scoring, stopping), ...]`` (the first answers to
     OpenNMT-py). After decoding, ``search_stats[b]`` holds the first rule's ``search.record.Record`` for example
     ``b`` and ``rule_results[b][r]`` rule ``r``'s, with its 1-best ``tokens``."""
 
     def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)
-        self._init_core(rules, self.eos, top_k, host)
+        self._init_certifier(rules, self.eos, top_k, host)
 
     def initialize(self, enc_out, src_len, src_map=None, device=None, target_prefix=None):
         out = super().initialize(enc_out, src_len, src_map, device, target_prefix)
-        self._start_core(src_len)
+        self._start_certifier(src_len)
         return out
 
-    # ------------------------------------------------------------------ one step (the rest: CoreDriven.advance)
+    # ------------------------------------------------------------------ one step (the rest: LineageBeamSearch.advance)
     def _eos_mask(self):
         return self.topk_ids.eq(self.eos)
 
     def _expand(self, log_probs, attn):
         """OpenNMT-py's step (``BeamSearchBase.advance`` of 3.5.1, statement for statement) but for three things:
-        the core picks the beam (an exact top-k), nothing is read on the host (stock's ``is_finished_list``),
+        the certifier picks the beam (an exact top-k), nothing is read on the host (stock's ``is_finished_list``),
         and a product with a length penalty of 1 is skipped.
 
         Returns the chosen items' sums ``log p`` (B, beam) under a length penalty (``topk_log_probs`` is then
@@ -74,5 +74,5 @@ class CertifiedBeamSearch(CoreDriven, BeamSearch):
         curr_scores = log_probs / length_penalty if length_penalty != 1 else log_probs
         self.block_ngram_repeats(curr_scores)
         curr_scores = self.target_prefixing(curr_scores)
-        self.topk_scores, self.topk_ids, self._batch_index = self.core.pick(curr_scores)
+        self.topk_scores, self.topk_ids, self._batch_index = self.certifier.pick(curr_scores)
         return self._follow_picks(log_probs, attn, step, length_penalty)  # log_probs now holds the sums

@@ -12,10 +12,9 @@ that needs attention (``-replace_unk``, ``-attn_debug``, ``-coverage_penalty``) 
 models with an IndexError, (f) answers an empty ``-src`` file with an empty output (stock: UnboundLocalError),
 (g) writes ``-output`` and ``-stats_file`` whole or not at all (``output.RunOutput``, ``atomic``: renamed into
 place together once the translation has ended; a failure or an interrupt leaves earlier files as they were),
-(h) counts sentences translated for a progress bar (``progress``: a callable, or ``-progress`` for a tqdm bar on stderr) and (i)
-under the new flags reports the mean log-probability per token and the perplexity computed from it, and the
-active rule's mean score separately, instead of stock's ``PRED SCORE``/``PRED PPL`` (which would take a
-reward-augmented score for a log-probability). With none of the new flags, (a), (b) and (i) are skipped and the
+(h) counts sentences translated for a progress bar (``progress``: a callable, or ``-progress`` for a tqdm bar on
+stderr) and (i) under the new flags reports the mean log-probability per token and the active rule's mean score
+instead of stock's ``PRED SCORE``/``PRED PPL`` (``adapter.translator.RecordKeeping``, shared with eole). With none of the new flags, (a), (b) and (i) are skipped and the
 output is stock OpenNMT-py's wherever stock produces one.
 """
 from __future__ import annotations
@@ -27,14 +26,15 @@ import torch
 from onmt.decoders.decoder import InputFeedRNNDecoder
 from onmt.translate.translator import Translator
 
-from onmt_optimal import lineage, lines
+from onmt_optimal.adapter import batch_search, lines
+from onmt_optimal.adapter.translator import RecordKeeping
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.options import Options
 from onmt_optimal.opennmt.output import RunOutput
 
 
-class CertifiedTranslator(Translator):
+class CertifiedTranslator(RecordKeeping, Translator):
     @classmethod
     def from_opt(cls, model, vocabs, opt, model_opt, global_scorer=None, **kwargs):
         translator = super().from_opt(model, vocabs, opt, model_opt, global_scorer=global_scorer, **kwargs)
@@ -58,27 +58,21 @@ class CertifiedTranslator(Translator):
         if search is None or search.stock or sampling:
             results = super().translate_batch(batch, attn_debug)
             stats = rule_results = None
-        elif lineage.beam_of_one(self, search, attn_debug):
+        elif batch_search.beam_of_one(self, search, attn_debug):
             results = super().translate_batch(batch, attn_debug)
-            stats, rule_results = lineage.beam_of_one_answers(self, search, batch, results, {self._tgt_eos_idx})
+            stats, rule_results = batch_search.beam_of_one_answers(self, search, batch, results, {self._tgt_eos_idx})
             rule_results = rule_results if search.collect else None
         else:
-            strategy = lineage.strategy(CertifiedBeamSearch, self, search, len(batch["srclen"]),
-                                        lineage.max_length(self, batch), attn_debug)
+            strategy = batch_search.build(CertifiedBeamSearch, self, search, len(batch["srclen"]),
+                                          batch_search.max_length(self, batch), attn_debug)
             with torch.no_grad():
                 results = self._translate_batch_with_strategy(batch, strategy)
             stats = strategy.search_stats
             rule_results = strategy.rule_results if search.collect else None
         self._answer_empty_lines(batch, results, stats, rule_results, search)
-        for i in range(len(batch["srclen"])):
-            if stats is not None:
-                self._stats[lines.key(batch, i)] = stats[i]
-            if rule_results is not None:
-                self._rule_results[lines.key(batch, i)] = rule_results[i]
+        self._keep_records(batch, stats, rule_results)
         if self.with_score:  # stock hands out Python floats here and then calls .item() on them
             results["scores"] = [[torch.as_tensor(s) for s in scores] for scores in results["scores"]]
-        if self.progress is not None and "cid" in batch:  # (sub-batches of stock's _maybe_retranslate have none)
-            self.progress(len(batch["srclen"]))
         return results
 
     def _decode_and_generate(self, decoder_in, *args, **kwargs):
@@ -157,19 +151,6 @@ class CertifiedTranslator(Translator):
 
         self.progress = advance
         return bar
-
-    def _report_score(self, name, score_total, nb_sentences):
-        """Stock's line without new flags. With them, stock's ``PRED SCORE`` would be the mean of the search's
-        score (reward-augmented under -length_reward, so "PPL" = exp(-score) fell below 1): report the mean
-        log-probability per output token (EOS counted) and the perplexity from it, then the rule's mean score."""
-        search = getattr(self, "search", None)
-        if name != "PRED" or search is None or search.stock or nb_sentences == 0:
-            return super()._report_score(name, score_total, nb_sentences)
-        report = lines.report(self._stats.values(), nb_sentences, search.scoring)
-        if report is None:
-            return super()._report_score(name, score_total, nb_sentences)
-        self._log(report[0])
-        return report[1]
 
 
 class _Peeked:

@@ -19,7 +19,7 @@ scores the answer afterwards with each rule's ``final`` on the same float32 numb
 records are the core's (``tests/test_certificate.py::test_a_beam_of_one_is_stock_s_search_scored_afterwards``,
 ``tests/test_sweep.py::test_beam_of_one_records_are_the_core_s``). Which decodes
 qualify (options that change neither the score nor the path's state) is the adapter's business
-(``lineage.beam_of_one``).
+(``adapter.batch_search.beam_of_one``).
 """
 from __future__ import annotations
 

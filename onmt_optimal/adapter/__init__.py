@@ -1,0 +1,15 @@
+"""What the OpenNMT-py and eole adapters share; it imports neither toolkit (a test checks).
+
+Both toolkits descend from one code base: their ``BeamSearch`` keeps the same state and runs the same
+decode-loop protocol, and their translators batch, sort and report alike. So one step serves both:
+
+* ``certifier``    the toolkit-free half of a step: ``StepIn`` (the chosen items) in, ``Verdict`` (who is done)
+                   out, then a ``Departure`` (who leaves, with which answers) over the search core;
+* ``beam_search``  the toolkit's half, ``LineageBeamSearch``: the decode-loop protocol (``advance``,
+                   ``update_finished``) around the toolkit's own step, which each adapter copies statement for
+                   statement (``opennmt/beam_search.py``, ``eole/beam_search.py``);
+* ``batch_search`` a batch's search built as the toolkit builds its own, and the beam of one item;
+* ``translator``   ``RecordKeeping``: each line's records, the progress count and the closing report;
+* ``lines``        per-line keys and input order, the statistics file, empty source lines, the report's lines;
+* ``decoding``     ``RuleDecoding``: the sessions' decode of a whole file under many rules (sweep, ratio).
+"""

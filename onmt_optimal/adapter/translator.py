@@ -1,0 +1,44 @@
+"""What both toolkits' translators add to their own under the new flags: each line's records, kept by line, a
+progress count, and the closing report.
+
+A translator of either toolkit mixes ``RecordKeeping`` in before its own class and sets ``search``
+(``options.Options``), ``_stats`` and ``_rule_results`` (dicts keyed by ``lines.key``) and ``progress`` (None or a
+callable) before decoding.
+"""
+from __future__ import annotations
+
+from onmt_optimal.adapter import lines
+
+
+class RecordKeeping:
+    """See the module docstring."""
+
+    def _keep_records(self, batch, stats, rule_results) -> None:
+        """Keep each example's first-rule record (``stats[i]``) and every rule's (``rule_results[i]``, None when
+        the decode does not collect them) under its line's key; count the batch's sentences for ``progress``.
+        Sub-batches that a toolkit decodes again (eole's ``_maybe_retranslate``) carry no line keys and are
+        skipped: their lines are kept from the batch they belong to."""
+        if "cid" not in batch:
+            return
+        for i in range(len(batch["srclen"])):
+            key = lines.key(batch, i)
+            if stats is not None:
+                self._stats[key] = stats[i]
+            if rule_results is not None:
+                self._rule_results[key] = rule_results[i]
+        if self.progress is not None:
+            self.progress(len(batch["srclen"]))
+
+    def _report_score(self, name, score_total, nb_sentences):
+        """Stock's line without the new flags. With them, stock's ``PRED SCORE`` would be the mean of the search's
+        score (reward-augmented under a length reward, so "PPL" = exp(-score) fell below 1): report the mean
+        log-probability per output token (EOS counted) and the perplexity from it, then the rule's mean score
+        (``lines.report``)."""
+        search = getattr(self, "search", None)
+        report = None
+        if name == "PRED" and search is not None and not search.stock and nb_sentences:
+            report = lines.report(self._stats.values(), nb_sentences, search.scoring)
+        if report is None:
+            return super()._report_score(name, score_total, nb_sentences)
+        self._log(report[0])
+        return report[1]
