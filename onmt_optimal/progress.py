@@ -5,15 +5,20 @@ the one bar, in sentences, that ``-progress``, the sweep and the distributed tra
 """
 from __future__ import annotations
 
+import os
+import stat
 import sys
 
 
 def count_lines(path) -> int | None:
-    """The lines of the file at ``path``, or None where it cannot be read (no such file, no path)."""
+    """The lines of the regular file at ``path``, or None where it cannot be counted without being consumed or
+    cannot be read (a FIFO or a terminal, which can be read only once; no such file; no path)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
         with open(path, "rb") as f:
             return sum(1 for _ in f)
-    except (OSError, TypeError):
+    except (OSError, TypeError, ValueError):
         return None
 
 

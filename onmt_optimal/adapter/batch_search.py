@@ -64,10 +64,10 @@ def beam_of_one(translator, search, attn_debug: bool) -> bool:
 
 def beam_of_one_answers(translator, search, batch, results, eos: set, T: int | None = None) -> tuple[list, list]:
     """``(stats, records)`` of ``results``, the toolkit's own decode of ``batch`` with a beam of one
-    (``beam_of_one``), as ``beam_search.LineageBeamSearch`` gives them: per example the first rule's ``Record``, and per example, per
-    rule of ``search``, its ``Record`` with the 1-best ``tokens`` (without its end token, one of ``eos``); each
-    example's score in ``results`` becomes the first rule's. One read of the device for the batch (the tokens and
-    ``|x|``), then the scoring's one copy there and one read (``beam_of_one.records``).
+    (``beam_of_one``), as ``beam_search.LineageBeamSearch`` gives them: per example the first rule's ``Record``,
+    and per example, per rule of ``search``, its ``Record`` with the 1-best ``tokens`` (without its end token,
+    one of ``eos``); each example's score in ``results`` becomes the first rule's. One read of the device for the
+    batch (the tokens and ``|x|``), then the scoring's one copy there and one read (``beam_of_one.records``).
     ``T``: the decode's length limit, if not ``max_length``'s (a decoder-only model's is the toolkit's own)."""
     predictions = [answer[0] for answer in results["predictions"]]
     B = len(predictions)

@@ -8,8 +8,9 @@ from onmt_optimal.search.beam import AUTO
 
 
 class RuleDecoding:
-    """``decode`` for a loaded model of either toolkit (``opennmt.session.Session``, ``eole.session.EoleSession``), which
-    supplies ``translator``, ``vocabs``, ``infer(src)`` and ``detokenize`` (its reverse transforms, or None)."""
+    """``decode`` for a loaded model of either toolkit (``opennmt.session.Session``,
+    ``eole.session.EoleSession``), which supplies ``translator``, ``vocabs``, ``infer(src)`` and ``detokenize``
+    (its reverse transforms, or None)."""
 
     #: where ``decode``'s search keeps its bookkeeping (``Options.host``): "auto", on the host next to a
     #: CUDA model; None, next to the model

@@ -54,7 +54,8 @@ class PartTimer:
         from onmt_optimal.adapter.beam_search import LineageBeamSearch
         from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 
-        # ours: advance and update_finished live in adapter.beam_search.LineageBeamSearch, the toolkit step in the adapter
+        # ours: advance and update_finished live in adapter.beam_search.LineageBeamSearch, the toolkit step in
+        # the toolkit's adapter
         for cls in (BeamSearchBase, LineageBeamSearch, CertifiedBeamSearch, Beam):
             for name, part in (("_pick", "select"), ("pick", "select"), ("advance", "step"),
                                ("update_finished", "finish")):

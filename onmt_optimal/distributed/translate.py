@@ -16,15 +16,15 @@ the redone part replaces nothing and duplicates nothing (``plan.merge`` checks e
 from __future__ import annotations
 
 import os
-import sys
 import time
 import uuid
 
 from onmt_optimal import atomic
+from onmt_optimal.adapter.lines import StatsFile, label
 from onmt_optimal.distributed import plan
 from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
-from onmt_optimal.adapter.lines import StatsFile, label
+from onmt_optimal.progress import sentence_bar
 from onmt_optimal.search.record import Record, Totals
 
 #: buckets whose parts may be in flight at once (bounds the driver's memory on a corpus of millions of lines)
@@ -229,9 +229,7 @@ def _report_lines(search, label, sums: Sums) -> list[str]:
 def _bar(opt, total):
     if not getattr(opt, "progress", False):
         return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="sent", desc="translating", file=sys.stderr, dynamic_ncols=True)
+    return sentence_bar(total)
 
 
 def _report_to(progress, bar):

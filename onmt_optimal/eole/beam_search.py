@@ -1,10 +1,10 @@
 """eole's ``BeamSearch`` (encoder-decoder) and ``BeamSearchLM`` (decoder-only) driven by the search core.
 
 The toolkit-free part (collecting, stopping, handing answers over, dropping finished examples) is
-``onmt_optimal.adapter.beam_search.LineageBeamSearch``, shared with the OpenNMT-py adapter; here is only eole's own step,
-``BeamSearchBase.advance`` of eole 0.6.4 statement for statement but for three things: the core picks the beam
-(an exact top-k), nothing is read on the host (stock's ``is_finished_list``), and a product with a length
-penalty of 1 is skipped. What differs from OpenNMT-py 3.5.1's step, and how it is kept:
+``onmt_optimal.adapter.beam_search.LineageBeamSearch``, shared with the OpenNMT-py adapter; here is only eole's own
+step, ``BeamSearchBase.advance`` of eole 0.6.4 statement for statement but for three things: the core picks the beam
+(an exact top-k), nothing is read on the host (stock's ``is_finished_list``), and a product with a length penalty of
+1 is skipped. What differs from OpenNMT-py 3.5.1's step, and how it is kept:
 
 * several end tokens (``optional_eos``): an item ends on any of them (``torch.isin``, as eole);
 * ``static_batch_size`` (eole keeps finished examples in the batch under ``torch.compile``): this search always

@@ -1,9 +1,9 @@
 """A loaded eole model, for the tools that decode many times (``python -m onmt_optimal sweep|ratio``).
 
-``EoleSession`` is ``onmt_optimal.opennmt.session.Session`` for eole: it parses ordinary ``eole predict`` arguments (flags
-or ``-config`` YAML), loads the model once through eole's own ``InferenceEnginePY``, decodes any source file with
-any set of rules sharing one beam (``decode``, the same records as ``Session.decode``), and counts lengths in the
-tokens the model reads (``model_lengths``), so ``sweep.py`` and ``length_ratio.py`` use it unchanged.
+``EoleSession`` is ``onmt_optimal.opennmt.session.Session`` for eole: it parses ordinary ``eole predict`` arguments
+(flags or ``-config`` YAML), loads the model once through eole's own ``InferenceEnginePY``, decodes any source file
+with any set of rules sharing one beam (``decode``, the same records as ``Session.decode``), and counts lengths in
+the tokens the model reads (``model_lengths``), so ``sweep.py`` and ``length_ratio.py`` use it unchanged.
 """
 from __future__ import annotations
 

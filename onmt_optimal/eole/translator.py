@@ -104,10 +104,10 @@ class CertifiedTranslator(Certified, Translator):
             # a beam of one item: eole's own beam search, its answer scored under every rule (search.beam_of_one)
             results = super(Certified, self).predict_batch(batch, attn_debug)
             stats, rule_results = batch_search.beam_of_one_answers(self, self.search, batch, results,
-                                                              set(self._tgt_eos_idx))
+                                                                   set(self._tgt_eos_idx))
             return results, stats, rule_results
         strategy = batch_search.build(CertifiedBeamSearch, self, self.search, len(batch["srclen"]),
-                                    batch_search.max_length(self, batch), attn_debug)
+                                      batch_search.max_length(self, batch), attn_debug)
         with torch.no_grad():
             results = self._predict_batch_with_strategy(batch, strategy)
         return results, strategy.search_stats, strategy.rule_results
@@ -128,15 +128,16 @@ class CertifiedGeneratorLM(Certified, GeneratorLM):
         return _merge(batch, parts)
 
     def _certified_group(self, batch, attn_debug):
-        if batch_search.beam_of_one(self, self.search, attn_debug) and not getattr(self, "self_speculative_decoding", False):
+        speculative = getattr(self, "self_speculative_decoding", False)
+        if batch_search.beam_of_one(self, self.search, attn_debug) and not speculative:
             # a beam of one item: eole's own beam search over prompts of one length (or left-padded), its answer
             # scored under every rule (search.beam_of_one)
             results = super(Certified, self).predict_batch(batch, attn_debug)
             stats, rule_results = batch_search.beam_of_one_answers(self, self.search, batch, results,
-                                                              set(self._tgt_eos_idx), self.max_length)
+                                                                   set(self._tgt_eos_idx), self.max_length)
             return results, stats, rule_results
-        strategy = batch_search.build(CertifiedBeamSearchLM, self, self.search, len(batch["srclen"]), self.max_length,
-                                    attn_debug)
+        strategy = batch_search.build(CertifiedBeamSearchLM, self, self.search, len(batch["srclen"]),
+                                      self.max_length, attn_debug)
         with torch.no_grad():
             results = self._predict_batch_with_strategy(batch, strategy)
         return results, strategy.search_stats, strategy.rule_results

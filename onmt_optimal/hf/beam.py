@@ -117,7 +117,6 @@ def advance(c: Constants, state: BeamState, log_probs: torch.Tensor, t: int):
     Returns ``(state, done, parents)``: the state after the step, the ``(N, 1)`` column of inputs every rule is
     done with (all of them at ``t = T``), and ``(N, b)`` each new running item's parent row of the flat tensors
     (the cache follows it)."""
-    search = c.search
     N, b = state.scores.shape
     V = log_probs.shape[-1]
     # 1. candidates, exactly as transformers: sum, flatten, top-k; parent = index // V, token = index % V

@@ -68,7 +68,7 @@ class Results:
 
     def output(self, generation_config, is_encoder_decoder: bool):
         search = self.search
-        N, R, K, n = self.score.shape[0], len(search.rules), search.keep, search.n_best
+        N, n = self.score.shape[0], search.n_best
         eos = torch.tensor(search.eos, device=self.seq.device)
         ends = torch.isin(self.seq, eos)
         # a hypothesis runs to its first end token, or fills all T tokens (cut at max_length); none: nothing kept

@@ -14,13 +14,13 @@ models with an IndexError, (f) answers an empty ``-src`` file with an empty outp
 place together once the translation has ended; a failure or an interrupt leaves earlier files as they were),
 (h) counts sentences translated for a progress bar (``progress``: a callable, or ``-progress`` for a tqdm bar on
 stderr) and (i) under the new flags reports the mean log-probability per token and the active rule's mean score
-instead of stock's ``PRED SCORE``/``PRED PPL`` (``adapter.translator.RecordKeeping``, shared with eole). With none of the new flags, (a), (b) and (i) are skipped and the
-output is stock OpenNMT-py's wherever stock produces one.
+instead of stock's ``PRED SCORE``/``PRED PPL`` (``adapter.translator.RecordKeeping``, shared with eole). With
+none of the new flags, (a), (b) and (i) are skipped and the output is stock OpenNMT-py's wherever stock produces
+one.
 """
 from __future__ import annotations
 
 import gc
-import sys
 
 import torch
 from onmt.decoders.decoder import InputFeedRNNDecoder
@@ -30,8 +30,9 @@ from onmt_optimal.adapter import batch_search, lines
 from onmt_optimal.adapter.translator import RecordKeeping
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
-from onmt_optimal.options import Options
 from onmt_optimal.opennmt.output import RunOutput
+from onmt_optimal.options import Options
+from onmt_optimal.progress import count_lines, sentence_bar
 
 
 class CertifiedTranslator(RecordKeeping, Translator):
@@ -139,10 +140,8 @@ class CertifiedTranslator(RecordKeeping, Translator):
         opt = getattr(self, "_opt", None)
         if self.progress is not None or not getattr(opt, "progress", False):
             return None
-        from tqdm import tqdm
-
-        total = _count_lines(getattr(opt, "src", None))
-        bar = tqdm(total=total, unit="sent", desc="translating", file=sys.stderr, dynamic_ncols=True)
+        total = count_lines(getattr(opt, "src", None))
+        bar = sentence_bar(total)
 
         def advance(n):
             bar.update(n)
@@ -180,18 +179,3 @@ class _Peeked:
 
 
 _NOTHING = object()
-
-
-def _count_lines(path) -> int | None:
-    """The lines of the regular file ``path``; None for anything else (a FIFO can be read only once: counting
-    would consume the input)."""
-    import os
-    import stat
-
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        with open(path, "rb") as f:
-            return sum(1 for _ in f)
-    except (OSError, TypeError, ValueError):
-        return None
