@@ -40,9 +40,12 @@ from onmt_optimal.hf.stopping import HFStopView, TransformersRule
 from onmt_optimal.search.constants import NEG_INF
 from onmt_optimal.search.kept import Kept
 from onmt_optimal.search.scoring import StepView
+from onmt_optimal.search.stopping import StopReason
+from onmt_optimal.search.stops import CODES, OWN
 
-#: why a rule stopped with an input (``stop_code``)
-MAX_LENGTH, ALL_FINISHED, PREDICTED, RULE = 1.0, 2.0, 3.0, 4.0
+#: why a rule stopped with an input (``stop_code``): the search core's codes (``search.stops``)
+MAX_LENGTH, ALL_FINISHED = CODES[StopReason.MAX_LENGTH], CODES[StopReason.ALL_FINISHED]
+PREDICTED, RULE = CODES[StopReason.PREDICTED_BOUND], OWN
 #: transformers' penalty for a hit and start score of the ``b - 1`` items that hold no prefix yet
 FILLER = -1.0e9
 

@@ -23,10 +23,11 @@ from typing import Any
 import torch
 from transformers.generation.utils import GenerateBeamDecoderOnlyOutput, GenerateBeamEncoderDecoderOutput
 
-from onmt_optimal.hf.beam import ALL_FINISHED, MAX_LENGTH, PREDICTED, BeamState
+from onmt_optimal.hf.beam import BeamState
 from onmt_optimal.hf.options import Search
+from onmt_optimal.search import stops
 from onmt_optimal.search.constants import NEG_INF
-from onmt_optimal.search.stopping import StopReason
+from onmt_optimal.search.record import Record
 
 
 @dataclass
@@ -108,22 +109,11 @@ class Results:
             per_rule = []
             for r, (scoring, rule) in enumerate(search.rules):
                 words = int(size[r]) - int(end[r])
-                per_rule.append({
-                    "stopping": rule.name,
-                    "steps": int(stop[3 * r]),
-                    "stop_reason": _reason(int(stop[3 * r + 1]), rule),
-                    "score": score[r],
-                    "log_prob": log_prob[r],
-                    "length": words,
-                    "target_length": None if self.targets[r] is None else target[r],
-                    "src_length": int(src_len),
-                    "completed": int(stop[3 * r + 2]),
-                    "tokens": tokens[i][r][:words],
-                })
+                record = Record(steps=int(stop[3 * r]), stop_reason=stops.reason(stop[3 * r + 1], rule),
+                                score=score[r], log_prob=log_prob[r], length=words,
+                                target_length=None if self.targets[r] is None else target[r],
+                                src_length=int(src_len), completed=int(stop[3 * r + 2]))
+                per_rule.append({"stopping": rule.name, **record.stats(), "tokens": tokens[i][r][:words]})
             out.append(per_rule)
         return out
 
-
-def _reason(code: int, rule) -> str:
-    return {int(MAX_LENGTH): StopReason.MAX_LENGTH, int(ALL_FINISHED): StopReason.ALL_FINISHED,
-            int(PREDICTED): StopReason.PREDICTED_BOUND}.get(code, rule.reason)
