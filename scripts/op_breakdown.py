@@ -40,7 +40,7 @@ def main(argv=None) -> None:
     import torch
 
     from onmt_optimal.search import top_k
-    from onmt_optimal.session import Session
+    from onmt_optimal.opennmt.session import Session
 
     if args.torch_topk:
         top_k.TopK.__call__ = lambda self, scores, k: torch.topk(scores, k, dim=1)

@@ -40,7 +40,7 @@ from onmt_optimal import reproduce
 from onmt_optimal.__main__ import parse_beams
 from onmt_optimal.length_ratio import estimate_with_model
 from onmt_optimal.report.write import write_report
-from onmt_optimal.session import Session
+from onmt_optimal.opennmt.session import Session
 from onmt_optimal.sweep import run_sweep
 from onmt_optimal.text import clean_file
 

@@ -30,9 +30,8 @@ from __future__ import annotations
 import torch
 
 from onmt_optimal.adapter.certifier import Certifier, StepIn
-from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.record import Record
-from onmt_optimal.search.top_k import TopK, top_k
+from onmt_optimal.search.top_k import TopK
 
 #: the toolkits' mask for completed items (beam_search.py); their children never outrank a real item
 FINISHED_MASK = -65504.0
@@ -41,8 +40,8 @@ FINISHED_MASK = -65504.0
 class LineageBeamSearch:
     """Mixin for a ``BeamSearch`` of OpenNMT's lineage; see the module docstring."""
 
-    def _init_certifier(self, rules: list, eos: int, top_k: TopK = top_k,
-                        host: torch.device | str | None = AUTO) -> None:
+    def _init_certifier(self, rules: list, eos: int, top_k: TopK, host: torch.device | str | None) -> None:
+        """``host``: where the bookkeeping lives (``options.Options.host``, ``search.transfer``)."""
         self.certifier = Certifier(rules, self.beam_size, self.n_best, eos, self.pad, top_k, host,
                                    keeps_attention=self.return_attention)
         self.search_stats = [None] * self.batch_size

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
-from onmt_optimal.search.beam import AUTO, Beam
-from onmt_optimal.search.top_k import TopK, top_k
+from onmt_optimal.search.beam import Beam
+from onmt_optimal.search.top_k import TopK
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ class Certifier:
     (``search.transfer``); the attention of kept hypotheses stays with the model, so a decode that returns
     attention (``keeps_attention``) keeps the bookkeeping there too."""
 
-    def __init__(self, rules: list, beam_size: int, n_best: int, eos: int, pad: int, top_k: TopK = top_k,
-                 host: torch.device | str | None = AUTO, keeps_attention: bool = False):
+    def __init__(self, rules: list, beam_size: int, n_best: int, eos: int, pad: int, top_k: TopK,
+                 host: torch.device | str | None, keeps_attention: bool):
         self.core = Beam(rules, beam_size, n_best, eos, pad, top_k, None if keeps_attention else host)
         self.beam_size = beam_size
         #: a certified rule needs each item's exact log p (a length penalty's score * penalty may be ulps off)

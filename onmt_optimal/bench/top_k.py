@@ -47,7 +47,7 @@ def alone(vocab: int, calls: int) -> list[tuple[int, int, int, float, float]]:
 def in_decode(config: str, src: str, batch: int, beams: list[int], rounds: int):
     """For each beam size: (beam, the problem sizes met, the median per-round ratio of stock's decode time to
     ``torch.topk``'s, the same for the two passes). The first round warms up; the variants' order rotates."""
-    from onmt_optimal.session import Session
+    from onmt_optimal.opennmt.session import Session
 
     small = module.top_k.small
     inner = module.TopK.__call__

@@ -33,7 +33,8 @@ from onmt_optimal.search.top_k import TopK, top_k
 class _EoleStep(LineageBeamSearch):
     """eole's step for the core (see the module docstring); mixed into both of eole's beam searches."""
 
-    def _setup(self, rules, top_k, host):
+    def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
+        super().__init__(*args, **kwargs)  # eole's BeamSearch or BeamSearchLM
         self._init_certifier(rules, self.eos[0], top_k, host)
         self._eos_ids = set(self.eos)
 
@@ -91,10 +92,6 @@ class CertifiedBeamSearch(_EoleStep, BeamSearch):
     """``eole.predict.beam_search.BeamSearch`` with ``rules=[(scoring, stopping), ...]`` (the first answers to
     eole); ``search_stats`` and ``rule_results`` as in ``adapter.beam_search.LineageBeamSearch``."""
 
-    def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._setup(rules, top_k, host)
-
     def initialize(self, enc_out, src_len, device=None, target_prefix=None):
         out = super().initialize(enc_out, src_len, device=device, target_prefix=target_prefix)
         self._start_certifier(src_len)
@@ -103,10 +100,6 @@ class CertifiedBeamSearch(_EoleStep, BeamSearch):
 
 class CertifiedBeamSearchLM(_EoleStep, BeamSearchLM):
     """``eole.predict.beam_search.BeamSearchLM`` with the core; ``|x|`` is each prompt's length."""
-
-    def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._setup(rules, top_k, host)
 
     def initialize(self, src, src_len, device=None, target_prefix=None):
         prompt_len = src_len.clone()  # BeamSearchLM's src_len grows with the text
