@@ -1,7 +1,7 @@
 # The README's commands. Everything runs in the virtual environment .venv at the repo root (created on first use).
 #   make run     set up, then the main job: optimal-stopping translation with the shipped default model
-#   make test    set up, then every test tier: main and tests/hf in .venv, tests/eole in .venv-eole (counts and
-#                slowest tests listed at the end)
+#   make test    set up, then every test tier: tests/unit, tests/e2e, tests/hf in .venv, tests/eole in .venv-eole
+#                (counts and slowest tests listed at the end)
 #   make test-fast  set up, then the fast tier: no training, no process started, fewer Hypothesis examples
 SHELL := /bin/bash
 PYTHON ?= python3

@@ -24,9 +24,9 @@ patch.apply()
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-import tiers  # noqa: E402
-import toy  # noqa: E402
-from translate_worker import Worker  # noqa: E402
+from helpers import tiers  # noqa: E402
+from helpers import toy  # noqa: E402
+from helpers.translate_worker import Worker  # noqa: E402
 
 settings.register_profile("full", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("fast", settings.get_profile("full"), max_examples=tiers.FAST_EXAMPLES)

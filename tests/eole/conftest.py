@@ -14,9 +14,9 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 
 import pytest  # noqa: E402
 
-import tiers  # noqa: E402
-import toy_eole  # noqa: E402
-from predict_worker import Worker  # noqa: E402
+from helpers import tiers  # noqa: E402
+from helpers import toy_eole  # noqa: E402
+from helpers.predict_worker import Worker  # noqa: E402
 
 
 def pytest_configure(config):

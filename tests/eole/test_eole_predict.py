@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-import toy_eole
-from float32 import score_tolerance
+from helpers import toy_eole
+from helpers.float32 import score_tolerance
 
 COMMON = ["-max_length_ratio", "0", "-max_length", "30"]
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from float32 import score_tolerance
+from helpers.float32 import score_tolerance
 from onmt_optimal.search.registry import Decoder
 
 CASES = [

@@ -30,14 +30,14 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def encoder_decoder():
-    import toy_hf
+    from helpers import toy_hf
 
     return toy_hf.train("encoder_decoder")
 
 
 @pytest.fixture(scope="session")
 def decoder_only():
-    import toy_hf
+    from helpers import toy_hf
 
     return toy_hf.train("decoder_only")
 

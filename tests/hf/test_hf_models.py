@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import toy_hf
+from helpers import toy_hf
 from onmt_optimal.hf import optimal_beam_search
 
 SOURCES = toy_hf.sources(24, seed=11)

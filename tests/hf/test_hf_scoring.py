@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from onmt_optimal.hf.scoring import LengthPenalty
 from onmt_optimal.search.scoring import StepView
-from synthetic import BOS, EOS, PAD, SyntheticModel
-from tiers import examples
+from helpers.synthetic import BOS, EOS, PAD, SyntheticModel
+from helpers.tiers import examples
 
 
 def view(log_prob: float, t: int, T: int, eos: bool, src_len: int = 3) -> StepView:

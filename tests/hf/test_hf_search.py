@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import onmt_optimal.hf.beam as hf_beam
-from fixed_lm import fixed_lm, prompts
+from helpers.fixed_lm import fixed_lm, prompts
 from onmt_optimal.hf import optimal_beam_search
-from tiers import examples
+from helpers.tiers import examples
 
 EXAMPLES = [4, 5, 6]
 

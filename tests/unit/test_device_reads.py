@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from synthetic import DEVICE, SyntheticModel, run_strategy
+from helpers.synthetic import DEVICE, SyntheticModel, run_strategy
 from test_certificate import build
 
 READS = {"tolist", "item", "__bool__", "__int__", "__float__", "__index__", "nonzero", "cpu", "numpy",
@@ -82,7 +82,7 @@ def test_one_read_per_step_and_one_per_batch_of_leaving_examples(rule, stop, n_b
     for free, whether anything completed (``step``'s quiet steps), a question it never asks of an accelerator's
     tensors."""
     strategy = build(rule, stop, beam, 6, min(n_best, beam), 12, reward=0.8, ratio=1.2, host=host)
-    strategy.core.free_reads = DEVICE.type != "cpu" and host == "cpu"  # read on the CPU as next to an accelerator
+    strategy.certifier.free_reads = DEVICE.type != "cpu" and host == "cpu"  # read on the CPU as next to an accelerator
     steps = counted(strategy, "advance")
     leaving = counted(strategy, "update_finished")
     run_strategy(strategy, SyntheticModel(9, seed=7, eos_bias=0.5), list(range(6)), [3, 5, 2, 7, 4, 6])

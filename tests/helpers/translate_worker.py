@@ -1,6 +1,6 @@
 """Many ``onmt_translate`` runs in one Python process, so the end-to-end tests start one interpreter per side.
 
-``Worker(stock=False)`` starts ``python tests/translate_worker.py`` once; each ``Worker.run(args)`` sends it one
+``Worker(stock=False)`` starts ``python translate_worker.py`` once; each ``Worker.run(args)`` sends it one
 argument list, and the worker calls OpenNMT-py's own ``onmt.bin.translate.main`` with ``sys.argv`` set to
 ``["onmt_translate", *args]``, exactly what the ``onmt_translate`` console script does. Our side has the
 import hook active (OpenNMT-py is patched on import, as for the console script); the stock side runs with

@@ -16,7 +16,7 @@ import pytest
 
 from onmt_optimal.report import significance, stats
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "make_report.py"
 
 FAMILIES = ["opennmt2017", "default", "default_avg", "shrinking_norm", "shrinking_reward", "optimal", "optimal_reward"]

@@ -26,7 +26,7 @@ import onmt_optimal
 from onmt_optimal import __main__ as cli
 from onmt_optimal.opennmt import install
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NAME, VERSION = "onmt_optimal", onmt_optimal.__version__
 #: the environment of every process started here: no PYTHONPATH reaching this checkout, the plugin on
 ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "ONMT_OPTIMAL_DISABLE")}
@@ -235,13 +235,13 @@ def test_an_editable_install_ships_the_hook_and_pip_uninstall_removes_it(tmp_pat
 # ------------------------------------------------------------------ stock OpenNMT-py for comparisons
 @pytest.mark.slow
 def test_stock_translate_is_stock_opennmt_py_with_checkpoints_loading(toy_model, tmp_path):
-    import toy
+    from helpers import toy
 
     toy.write_corpus(tmp_path / "in", 12, seed=5)
     src = tmp_path / "in.src"
     args = ["-model", toy_model, "-src", src, "-length_penalty", "wu", "-alpha", "0.6", "-beam_size", "4"]
     ours = run([sys.executable, "-m", "onmt_optimal", "stock-translate", *args, "-output", tmp_path / "ours"])
-    reference = run([sys.executable, REPO / "tests" / "stock_translate.py", *args, "-output", tmp_path / "ref"],
+    reference = run([sys.executable, REPO / "tests/helpers/stock_translate.py", *args, "-output", tmp_path / "ref"],
                     env=dict(ENV, ONMT_OPTIMAL_DISABLE="1"))
     assert ours.returncode == reference.returncode == 0
     assert (tmp_path / "ours").read_bytes() == (tmp_path / "ref").read_bytes()

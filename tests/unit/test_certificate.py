@@ -13,13 +13,13 @@ import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tiers import examples
+from helpers.tiers import examples
 
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StockScore, WordReward
 from onmt_optimal.search.stopping import STOPPING_RULES
 from onmt_optimal.search.top_k import TopK
-from synthetic import (BOS, DEVICE, EOS, PAD, UNK, SyntheticModel, best_of, make_scorer, reference_beam,
+from helpers.synthetic import (BOS, DEVICE, EOS, PAD, UNK, SyntheticModel, best_of, make_scorer, reference_beam,
                        reference_score, reference_shrinking, run_strategy)
 
 SETTINGS = settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -83,7 +83,7 @@ def decode(case, stop, examples=None, n_best=None, bound="exact", host=None, fre
     strategy = build(case["rule"], stop, case["beam"], len(examples), n_best or case["n_best"],
                      case["max_length"], case["reward"], case["ratio"], case["alpha"], bound, case.get("group"),
                      case.get("block", 0), host)
-    strategy.core.free_reads = free_reads
+    strategy.certifier.free_reads = free_reads
     run_strategy(strategy, model, examples, src_lens)
     return strategy
 

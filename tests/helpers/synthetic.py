@@ -7,8 +7,9 @@ items ending in EOS (or reaching max_length) are completed and leave the beam. I
 hypothesis in the order the beam completes them.
 
 ``run_strategy`` runs the search on ``DEVICE``: the CPU, or what ``ONMT_OPTIMAL_TEST_DEVICE`` names (e.g.
-``ONMT_OPTIMAL_TEST_DEVICE=cuda pytest tests/test_certificate.py tests/test_device_reads.py`` on a machine with
-a GPU: the property tests then check the search on the accelerator against the same plain-Python references).
+``ONMT_OPTIMAL_TEST_DEVICE=cuda pytest tests/unit/test_certificate.py tests/unit/test_device_reads.py`` on a
+machine with a GPU: the property tests then check the search on the accelerator against the same plain-Python
+references).
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tiers import examples
+from helpers.tiers import examples
 
 from onmt_optimal.search.top_k import TopK
 

@@ -2,7 +2,7 @@
 
 ``FixedLM`` is a ``PreTrainedModel`` with ``GenerationMixin``: ``generate`` drives it as any decoder-only model
 (its own beam search, or ``custom_generate=optimal_beam_search``), but its logits come from
-``tests/synthetic.py``'s ``SyntheticModel`` (the core's reference distributions: one pseudo-random
+``synthetic``'s ``SyntheticModel`` (the core's reference distributions: one pseudo-random
 distribution per (example, prefix), the same in any batch). The prompt is one token, the example's id;
 the generated tokens are the prefix. No cache (``use_cache=False``): each call sees the whole sequence.
 """
@@ -12,7 +12,7 @@ import torch
 from transformers import GenerationMixin, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutput
 
-from synthetic import BOS, EOS, PAD, SyntheticModel
+from helpers.synthetic import BOS, EOS, PAD, SyntheticModel
 
 
 class FixedConfig(PretrainedConfig):

@@ -10,10 +10,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tiers import examples
+from helpers.tiers import examples
 
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
-from synthetic import BOS, EOS, PAD, SyntheticModel
+from helpers.synthetic import BOS, EOS, PAD, SyntheticModel
 
 
 def view(rule, log_prob, t, T, src_len, eos, like_cuda=False):

@@ -1,23 +1,14 @@
-"""The package's tools and its installation: length ratio, sweep CLI, metadata."""
+"""The package's tools and its installation: length ratio, metadata, the benchmark's variants, the scripts
+(the ``ratio`` and ``sweep`` commands on a trained model: ``tests/e2e/test_tool_commands.py``)."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-import toy
 from onmt_optimal.evaluate import corpus_score
 from onmt_optimal.length_ratio import estimate
-
-BIN = Path(sys.executable).parent
-# a minimal environment; PYTHONPATH passes through (a checkout other than the editable install's is tested so)
-ENV = {"PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1", "PATH": str(BIN),
-       **{k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "ATEN_CPU_CAPABILITY")}}
 
 
 def test_installing_never_asks_for_torch_or_opennmt():
@@ -42,28 +33,6 @@ def test_corpus_score_uses_every_reference_and_checks_lengths():
     assert two.bleu > one.bleu and "nrefs:2" in two.signature and "case:lc" in two.signature
     with pytest.raises(ValueError):
         corpus_score(hyps, [["only one line"]])
-
-
-def test_ratio_and_sweep_commands(toy_model, tmp_path):
-    toy.write_corpus(tmp_path / "dev", 12, seed=9, max_len=8)
-    ratio = subprocess.run([sys.executable, "-m", "onmt_optimal", "ratio", "--src", str(tmp_path / "dev.src"),
-                            "--refs", str(tmp_path / "dev.tgt"), "--", "-model", str(toy_model)],
-                           capture_output=True, text=True, env=ENV)
-    assert ratio.returncode == 0, ratio.stderr[-2000:]
-    src = (tmp_path / "dev.src").read_text().split()
-    tgt = (tmp_path / "dev.tgt").read_text().split()
-    assert f"corpus {len(tgt) / len(src):.4f}" in ratio.stdout  # the toy model has no transforms
-    out = tmp_path / "sweep.json"
-    sweep = subprocess.run([sys.executable, "-m", "onmt_optimal", "sweep", "--src", str(tmp_path / "dev.src"),
-                            "--refs", str(tmp_path / "dev.tgt"), "--beams", "1-2", "--rewards", "0,1",
-                            "--out", str(out), "--", "-model", str(toy_model), "-max_length_ratio", "0"],
-                           capture_output=True, text=True, env=ENV)
-    assert sweep.returncode == 0, sweep.stderr[-2000:]
-    rows = json.loads(out.read_text())["rows"]
-    families = {r["family"] for r in rows}
-    assert families == {"default", "default_avg", "optimal", "optimal_reward", "shrinking_norm", "shrinking_reward"}
-    assert {r["beam"] for r in rows} == {1, 2}
-    assert all(r["sentences"] == 12 for r in rows)
 
 
 def test_variants_by_name():
@@ -105,7 +74,8 @@ def test_count_lines(tmp_path):
     assert count_lines(tmp_path / "missing") is None and count_lines(None) is None
 
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+TESTS = Path(__file__).resolve().parents[1]
+SCRIPTS = TESTS.parent / "scripts"
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in SCRIPTS.glob("*.py")))
@@ -116,7 +86,7 @@ def test_scripts_are_thin_command_lines(script):
 
     text = (SCRIPTS / script).read_text()
     assert len(text.splitlines()) < 200, script
-    helpers = {p.stem for p in Path(__file__).parent.glob("*.py")}
+    helpers = {"helpers"} | {p.stem for p in TESTS.rglob("*.py")}
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             assert (node.value.id, node.attr) != ("sys", "path"), f"{script}:{node.lineno} edits sys.path"

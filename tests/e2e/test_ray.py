@@ -31,7 +31,7 @@ from onmt_optimal.distributed.cluster import Cluster
 from onmt_optimal import options
 from onmt_optimal.opennmt import patch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LINES = 200
 
 
@@ -168,7 +168,7 @@ def ray_cluster():
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """200 toy sentences with empty lines among them (first, middle, last but one)."""
-    import toy
+    from helpers import toy
 
     d = tmp_path_factory.mktemp("ray")
     toy.write_corpus(d / "dev", LINES, seed=11, max_len=12)

@@ -1,4 +1,4 @@
-"""Many ``eole predict`` runs in one Python process (one a side), as ``tests/translate_worker.py`` does for
+"""Many ``eole predict`` runs in one Python process (one a side), as ``translate_worker`` does for
 ``onmt_translate``: each run calls eole's own ``eole.bin.main.main`` with ``sys.argv = ["eole", "predict",
 *args]``, exactly what the ``eole`` console script does. Our side has the import hook active (eole is patched on
 import); the stock side runs with ``ONMT_OPTIMAL_DISABLE=1``: stock eole 0.6.4.
@@ -13,9 +13,10 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import translate_worker  # noqa: E402
+if __package__:  # imported by the tests: ``helpers.predict_worker``
+    from . import translate_worker
+else:  # the worker process runs this file: its folder, ``tests/helpers``, is the first entry of sys.path
+    import translate_worker
 
 HERE = Path(__file__).resolve()
 

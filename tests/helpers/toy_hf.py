@@ -1,6 +1,6 @@
 """Tiny transformers models trained in the test run, with a tokenizer trained by the ``tokenizers`` library.
 
-Data: ``tests/toy.py``'s synthetic task (source letters ``a..p``; each maps to one or two upper-case letters).
+Data: ``toy``'s synthetic task (source letters ``a..p``; each maps to one or two upper-case letters).
 
 * ``encoder_decoder``: a Marian model (``MarianMTModel`` from a ``MarianConfig``: one encoder and one decoder
   layer, 32 dimensions) trained on the task; the tokenizer appends ``</s>`` to a source, as Marian's does;
@@ -19,7 +19,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel, PreTrainedTokenizerFast
 
-import toy
+from helpers import toy
 
 SPECIALS = ["<pad>", "</s>", "<unk>", "<s>"]
 PAD, EOS, UNK, BOS = range(4)

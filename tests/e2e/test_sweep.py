@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from float32 import score_tolerance
+from helpers.float32 import score_tolerance
 from onmt_optimal.session import Session
 from onmt_optimal.sweep import Decoder, decode_all
 
@@ -26,7 +26,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory, toy_model):
-    import toy
+    from helpers import toy
 
     d = tmp_path_factory.mktemp("sweep")
     toy.write_corpus(d / "dev", 30, seed=5, max_len=12)

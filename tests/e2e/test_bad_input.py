@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import toy
+from helpers import toy
 from onmt_optimal import __main__ as cli
 from onmt_optimal.opennmt import hook, install
 from onmt_optimal.text import unescape_moses

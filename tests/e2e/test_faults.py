@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-import toy
+from helpers import toy
 
 ONMT_TRANSLATE = str(Path(sys.executable).parent / "onmt_translate")
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")

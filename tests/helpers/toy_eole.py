@@ -1,6 +1,6 @@
 """Tiny eole models trained in the test run with the real ``eole build_vocab`` and ``eole train``.
 
-Data: ``tests/toy.py``'s synthetic task (source letters ``a..p``; each maps to one or two upper-case letters).
+Data: ``toy``'s synthetic task (source letters ``a..p``; each maps to one or two upper-case letters).
 
 * ``encoder_decoder``: a one-layer LSTM encoder-decoder with attention on that task (about 15 s on one thread);
 * ``decoder_only``: a two-layer transformer language model (``transformer_lm``) trained on prompt-response
@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import toy
+from helpers import toy
 
 COMMON = """\
 save_data: {d}/run

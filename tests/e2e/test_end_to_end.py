@@ -19,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
-import toy
-from float32 import assert_same_answers
+from helpers import toy
+from helpers.float32 import assert_same_answers
 
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+STOCK_TRANSLATE = Path(__file__).resolve().parents[1] / "helpers" / "stock_translate.py"
 
 
 @pytest.fixture(scope="session")
@@ -206,7 +207,7 @@ def test_beam_of_one(translate, model, src, tmp_path, args):
     same translations (its scores carry the exact log-probability, within the float32 bound of stock's, which
     drifts under a length penalty: ``float32.score_tolerance``). The first case is OpenNMT-py's own search of one,
     scored afterwards (``search.beam_of_one``); under a length penalty, n-gram blocking or attention the core
-    decodes (``lineage.beam_of_one``). Stock itself crashes on ``-with_score`` and ``-replace_unk`` here, so the
+    decodes (``adapter.batch_search.beam_of_one``). Stock itself crashes on ``-with_score`` and ``-replace_unk`` here, so the
     stock path is ours without new flags."""
     one_batch_and_batched(translate, model, src, tmp_path / "stock", "-beam_size", "1", *args)
     for stopping in ("default", "optimal"):
@@ -468,7 +469,7 @@ def test_worker_runs_equal_separate_processes(translate, stock, model, src, tmp_
         fresh = translate(model, src, tmp_path / "fresh", *fresh_args, cmd=[str(BIN / "onmt_translate")])
     else:
         in_worker = stock(model, src, tmp_path / "worker", *worker_args)
-        fresh = subprocess.run([sys.executable, str(Path(__file__).parent / "stock_translate.py"), "-model",
+        fresh = subprocess.run([sys.executable, str(STOCK_TRANSLATE), "-model",
                                 str(model), "-src", str(src), "-output", str(tmp_path / "fresh"), *fresh_args],
                                env=dict(ENV, ONMT_OPTIMAL_DISABLE="1"), capture_output=True, text=True)
         assert fresh.returncode == 0, fresh.stderr[-3000:]
