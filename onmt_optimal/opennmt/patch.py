@@ -1,6 +1,8 @@
 """The one place where OpenNMT-py 3.5.1 is changed. Every change is a substitution of a module attribute.
 
-``apply()`` (idempotent), called when ``onmt`` is first imported (see ``hook``) or explicitly:
+``apply()``, called when ``onmt`` is first imported (see ``hook``) or explicitly, may run any number of times: it
+leaves an attribute that already holds one of our functions (``_ours``) as it is, so a second call changes nothing
+and a call after OpenNMT-py's modules are imported afresh patches the new ones:
 
 * ``torch.load`` safety: allow ``argparse.Namespace``, the only non-tensor global in an OpenNMT checkpoint, so
   checkpoints load on torch >= 2.6 with ``weights_only`` left on;
@@ -8,7 +10,7 @@
   ``onmt.utils.scoring_utils``) also adds our flag group, so CLI and YAML accept the flags;
 * ``ArgumentParser.validate_translate_opts`` also validates our flags (one-line errors, before model loading);
 * ``onmt.translate.translator.Translator`` becomes ``CertifiedTranslator`` (``build_translator`` looks the
-  name up at call time);
+  name up at call time), once, when the first translator is built (see below);
 * ``onmt.inputters.dynamic_iterator.process`` keeps empty source lines at inference;
 * ``onmt.model_builder.load_test_model`` reports a file that is not an OpenNMT checkpoint in one line;
 * ``onmt.translate.translator.build_translator`` hands the translator ``-output`` as an ``output.RunOutput``:
@@ -19,7 +21,8 @@
 
 The translator and the empty-line reader are imported when first called, not by ``apply``: ``apply`` runs
 when ``onmt`` finishes importing, which may be in the middle of importing one of them (whichever module of
-ours imports OpenNMT-py first). So no module of the package imports this one back: no import cycle.
+ours imports OpenNMT-py first). So no module of the package imports this one back: no import cycle. For the
+same reason ``Translator`` is replaced by the first ``build_translator`` call rather than by ``apply``.
 
 ``apply_cli()`` wraps ``onmt.bin.translate.main`` so those errors, a failed write, Ctrl-C and SIGTERM end the
 command with a one-line message and a non-zero exit status instead of a traceback (``failures.run``), makes the
@@ -39,52 +42,36 @@ from onmt_optimal.opennmt.output import RunOutput
 
 PROG = "onmt_translate"
 
-_applied = False
+#: set on each function this module puts in OpenNMT-py's place
+OURS = "_onmt_optimal"
+
+
+def _ours(function) -> bool:
+    """True if ``function`` is one of ours (``_mark``): ``apply`` and ``apply_cli`` leave it where it is."""
+    return getattr(function, OURS, False)
+
+
+def _mark(function):
+    setattr(function, OURS, True)
+    return function
 
 
 def apply() -> None:
-    global _applied
-    if _applied:
-        return
-    _applied = True
-
     import torch
 
     if hasattr(torch.serialization, "add_safe_globals"):
-        torch.serialization.add_safe_globals([argparse.Namespace])
+        torch.serialization.add_safe_globals([argparse.Namespace])  # a set: adding it again changes nothing
 
     import onmt.opts
     from onmt.utils.parse import ArgumentParser
 
-    from onmt_optimal.opennmt import options
+    if not _ours(onmt.opts.translate_opts):
+        onmt.opts.translate_opts = _with_our_options(onmt.opts.translate_opts)
+    _replace_copies("translate_opts", onmt.opts.translate_opts, ("onmt.bin.translate", "onmt.utils.scoring_utils"))
 
-    stock_translate_opts = onmt.opts.translate_opts
-
-    @functools.wraps(stock_translate_opts)
-    def translate_opts(parser):
-        stock_translate_opts(parser)
-        options.add_options(parser)
-
-    onmt.opts.translate_opts = translate_opts
-    for name in ("onmt.bin.translate", "onmt.utils.scoring_utils"):
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "translate_opts", None) is stock_translate_opts:
-            module.translate_opts = translate_opts
-
-    stock_validate = ArgumentParser.validate_translate_opts.__func__
-
-    from onmt_optimal import options as meaning
-    from onmt_optimal.distributed import options as ray_options
-
-    def validate_translate_opts(cls, opt):
-        meaning.validate_sizes(opt)  # before stock's checks, which do not catch these
-        stock_validate(cls, opt)
-        meaning.validate(opt)
-        ray_options.validate(opt)
-        for warning in meaning.option_warnings(opt):
-            sys.stderr.write(f"{PROG}: warning: {warning}\n")
-
-    ArgumentParser.validate_translate_opts = classmethod(validate_translate_opts)
+    if not _ours(ArgumentParser.validate_translate_opts):
+        stock_validate = ArgumentParser.validate_translate_opts.__func__
+        ArgumentParser.validate_translate_opts = classmethod(_validating_ours(stock_validate))
 
     import onmt.translate.translator
 
@@ -95,19 +82,59 @@ def apply() -> None:
 
     onmt.inputters.dynamic_iterator.process = _process_keeping_empty
     corpus = onmt.inputters.text_corpus.ParallelCorpus
-    corpus.load = source.checked(corpus.load)
+    if not _ours(corpus.load):
+        corpus.load = _mark(source.checked(corpus.load))
 
     import onmt.model_builder
 
-    onmt.model_builder.load_test_model = _checked_loader(onmt.model_builder.load_test_model)
+    if not _ours(onmt.model_builder.load_test_model):
+        onmt.model_builder.load_test_model = _checked_loader(onmt.model_builder.load_test_model)
 
-    stock_build = onmt.translate.translator.build_translator
-    build = _certified(stock_build)
-    onmt.translate.translator.build_translator = build
-    for name in ("onmt.utils.distributed", "onmt.translate.translation_server"):
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "build_translator", None) is stock_build:
-            module.build_translator = build
+    translator = onmt.translate.translator
+    if not _ours(translator.build_translator):
+        translator.build_translator = _certified(translator.build_translator)
+    _replace_copies("build_translator", translator.build_translator,
+                    ("onmt.utils.distributed", "onmt.translate.translation_server"))
+
+
+def _replace_copies(name: str, ours, modules: tuple) -> None:
+    """Point each module of ``modules`` already imported whose ``name`` is stock's (a ``from ... import`` copy
+    taken before ``apply``) at ``ours``, which wraps stock's."""
+    stock = ours.__wrapped__
+    for module_name in modules:
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, name, None) is stock:
+            setattr(module, name, ours)
+
+
+def _with_our_options(stock_translate_opts):
+    """``onmt.opts.translate_opts`` that also adds our flag group."""
+    from onmt_optimal.opennmt import options
+
+    @functools.wraps(stock_translate_opts)
+    def translate_opts(parser):
+        stock_translate_opts(parser)
+        options.add_options(parser)
+
+    return _mark(translate_opts)
+
+
+def _validating_ours(stock_validate):
+    """``ArgumentParser.validate_translate_opts`` (the function under the classmethod) that also validates our
+    flags and Ray's, and prints our warnings."""
+    from onmt_optimal import options as meaning
+    from onmt_optimal.distributed import options as ray_options
+
+    @functools.wraps(stock_validate)
+    def validate_translate_opts(cls, opt):
+        meaning.validate_sizes(opt)  # before stock's checks, which do not catch these
+        stock_validate(cls, opt)
+        meaning.validate(opt)
+        ray_options.validate(opt)
+        for warning in meaning.option_warnings(opt):
+            sys.stderr.write(f"{PROG}: warning: {warning}\n")
+
+    return _mark(validate_translate_opts)
 
 
 def _process_keeping_empty(*args, **kwargs):
@@ -123,17 +150,24 @@ def _certified(build_translator):
 
     @functools.wraps(build_translator)
     def build(opt, device_id=0, report_score=True, logger=None, out_file=None):
-        import onmt.translate.translator
-
-        from onmt_optimal.opennmt.translator import CertifiedTranslator
-
-        onmt.translate.translator.Translator = CertifiedTranslator
+        _use_certified_translator()
         if out_file is None:
             out_file = RunOutput(opt.output)
         return build_translator(opt, device_id=device_id, report_score=report_score, logger=logger,
                                 out_file=out_file)
 
-    return build
+    return _mark(build)
+
+
+def _use_certified_translator() -> None:
+    """``onmt.translate.translator.Translator`` becomes ``CertifiedTranslator``, the first time only (the module
+    docstring says why ``apply`` does not do it)."""
+    import onmt.translate.translator
+
+    from onmt_optimal.opennmt.translator import CertifiedTranslator
+
+    if onmt.translate.translator.Translator is not CertifiedTranslator:
+        onmt.translate.translator.Translator = CertifiedTranslator
 
 
 def _checked_loader(load_test_model):
@@ -153,14 +187,14 @@ def _checked_loader(load_test_model):
                 raise  # a well-formed checkpoint failed for another reason: keep OpenNMT-py's own error
             raise CheckpointError(f"{path} is not an OpenNMT-py checkpoint: {problem}") from err
 
-    return load
+    return _mark(load)
 
 
 def apply_cli() -> None:
     """Make ``onmt_translate`` end every fault with one line on stderr and a non-zero status."""
     import onmt.bin.translate as cli
 
-    if getattr(cli.main, "_onmt_optimal", False):
+    if _ours(cli.main):
         return
     stock_main = cli.main
 
@@ -170,8 +204,7 @@ def apply_cli() -> None:
 
         return failures.run(PROG, stock_main, _describe)
 
-    main._onmt_optimal = True
-    cli.main = main
+    cli.main = _mark(main)
     cli.translate = _dispatching(cli.translate)
     cli._get_parser = _one_line_errors(cli._get_parser)
 
