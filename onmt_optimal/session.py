@@ -3,8 +3,7 @@
 ``load(args)`` picks the toolkit from its arguments: ``eole predict``'s (``-model_path``, or a ``-config`` YAML
 with ``model_path``) load an ``eole.session.EoleSession``, anything else ``onmt_translate``'s an
 ``opennmt.session.Session``. Both decode a source file with any set of rules sharing one beam
-(``lines.RuleDecoding.decode``) and count lengths in the tokens the model reads (``model_lengths``).
-``Session`` is the OpenNMT-py one, under its former name.
+(``adapter.decoding.RuleDecoding.decode``) and count lengths in the tokens the model reads (``model_lengths``).
 """
 from __future__ import annotations
 
@@ -22,10 +21,3 @@ def load(args: list[str]):
 
     return Session(args)
 
-
-def __getattr__(name: str):
-    if name == "Session":  # (imported on use: it imports OpenNMT-py)
-        from onmt_optimal.opennmt.session import Session
-
-        return Session
-    raise AttributeError(name)

@@ -5,7 +5,7 @@ whether completed hypotheses shrink it, never on where a rule stops or what it r
 size b the sweep runs two decodes, one ordinary beam (OpenNMT-py's default rule, optimal stopping, optimal
 stopping with the bounded reward for every r) and one shrinking beam (shrinking + normalization, shrinking +
 per-word reward for every r), and reads every decoder's answer from them. Results match separate runs of
-``onmt_translate`` with the same flags (see ``tests/test_sweep.py``): the same translations, steps and stop
+``onmt_translate`` with the same flags (see ``tests/e2e/test_sweep.py``): the same translations, steps and stop
 reasons. One caveat of floating point: examples leave the batch at other steps in a separate run, so the model's
 forward pass sees other batch sizes, and float32 scores can differ in their last digits (the benchmark reports
 the largest gap in a mean model score, ``benchmarks/``); a near-tie decided by such a digit could in principle

@@ -5,7 +5,7 @@ calls ``onmt_optimal.import_hook.boot`` inside ``try``/``except Exception``, so 
 when the package was removed and the file left behind. The wheel and the editable install of onmt-optimal ship
 the file themselves (``pip uninstall`` removes it); ``install_pth`` / ``remove_pth`` (``python -m onmt_optimal
 install-hook`` / ``uninstall-hook``) serve installs made otherwise. ``PTH_LINE`` is the content of the
-repository's ``onmt_optimal.pth``, which the build ships (``tests/test_packaging.py`` checks they agree).
+repository's ``onmt_optimal.pth``, which the build ships (``tests/e2e/test_packaging.py`` checks they agree).
 """
 from __future__ import annotations
 

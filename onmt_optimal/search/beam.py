@@ -30,7 +30,7 @@ can share a decode only with other shrinking rules.
 Device traffic. Everything above is tensor code without a per-item Python loop, and ``step`` reads nothing of an
 accelerator on the host: it returns a ``(B, 1)`` column of the examples that are done, the one read per step the
 toolkit needs to know whether to stop. ``answers`` makes one more per batch of leaving examples. That is the
-contract the tests count (``tests/test_device_reads.py``). Where the bookkeeping lives, next to the decode or
+contract the tests count (``tests/unit/test_device_reads.py``). Where the bookkeeping lives, next to the decode or
 on a host fed one packed transfer a step (the default next to a CUDA model), is ``transfer``'s business.
 """
 from __future__ import annotations

@@ -16,8 +16,8 @@ completed, so no rule kept anything, and each rule's answer is that hypothesis, 
 So nothing needs deciding during such a decode: the toolkit's step runs as it is (without the core's
 bookkeeping, which would compute a certificate that cannot fire before the end), and ``records``
 scores the answer afterwards with each rule's ``final`` on the same float32 numbers the core would use: its
-records are the core's (``tests/test_certificate.py::test_a_beam_of_one_is_stock_s_search_scored_afterwards``,
-``tests/test_sweep.py::test_beam_of_one_records_are_the_core_s``). Which decodes
+records are the core's (``tests/unit/test_certificate.py::test_a_beam_of_one_is_stock_s_search_scored_afterwards``,
+``tests/e2e/test_sweep.py::test_beam_of_one_records_are_the_core_s``). Which decodes
 qualify (options that change neither the score nor the path's state) is the adapter's business
 (``adapter.batch_search.beam_of_one``).
 """

@@ -21,7 +21,7 @@ same ``k`` from
 Invariant: ``top_k(scores, k)`` equals ``scores.sort(dim=1, descending=True, stable=True)`` cut at ``k``:
 always in values, and above ``SMALL`` scores in indices too: the ``k`` largest values, ties broken by the
 lower index, which in a beam is the higher-ranked parent item, then the lower token id (the rule of a plain
-stable sort, and of the reference beam in ``tests/synthetic.py``). A row where more than ``k`` groups tie at
+stable sort, and of the reference beam in ``tests/helpers/synthetic.py``). A row where more than ``k`` groups tie at
 ``M_k``, or where the ``k + 1`` best candidates tie (equal float sums, ``-inf``, NaN), sends the whole batch to
 that full stable sort, so the invariant holds for every input. Both checks are read on the host: this path runs
 on CPU only, where a read is no synchronisation.

@@ -342,7 +342,7 @@ def test_bad_model_is_one_line(ray_cluster, corpus, tmp_path):
 @pytest.mark.slow
 def test_sweep_on_workers_equals_one_process(ray_cluster, toy_model, corpus):
     from onmt_optimal.search.registry import paper_decoders
-    from onmt_optimal.session import Session
+    from onmt_optimal.opennmt.session import Session
     from onmt_optimal.sweep import run_sweep, run_sweep_ray
 
     src = corpus / "dev.src"

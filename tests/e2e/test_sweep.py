@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from helpers.float32 import score_tolerance
-from onmt_optimal.session import Session
+from onmt_optimal.opennmt.session import Session
 from onmt_optimal.sweep import Decoder, decode_all
 
 pytestmark = pytest.mark.slow
