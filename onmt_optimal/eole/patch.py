@@ -1,6 +1,8 @@
 """The one place where eole 0.6.4 is changed. Every change is a substitution of a module or class attribute.
 
-``apply()`` (idempotent), called when ``eole`` is first imported (see ``hook``) or explicitly:
+``apply()``, called when ``eole`` is first imported (see ``hook``) or explicitly, may run any number of times: it
+leaves an attribute that already holds one of our functions (``_ours``) as it is, so a second call changes nothing
+and a call after eole's modules are imported afresh patches the new ones:
 
 * ``eole.predict.get_infer_class`` (which ``build_predictor`` looks up at call time) answers
   ``CertifiedTranslator`` for eole's ``Translator`` and ``CertifiedGeneratorLM`` for its ``GeneratorLM``
@@ -36,27 +38,25 @@ import sys
 
 PROG = "eole predict"
 
-_applied = False
+#: set on each function (and on ``Predict``) this module puts in eole's place
+OURS = "_onmt_optimal"
+
+
+def _ours(thing) -> bool:
+    """True if ``thing`` is one of ours (``_mark``): ``apply`` and ``apply_cli`` leave it where it is."""
+    return getattr(thing, OURS, False)
+
+
+def _mark(thing):
+    setattr(thing, OURS, True)
+    return thing
 
 
 def apply() -> None:
-    global _applied
-    if _applied:
-        return
-    _applied = True
     import eole.predict
 
-    stock = eole.predict.get_infer_class
-
-    @functools.wraps(stock)
-    def get_infer_class(model_config):
-        cls = stock(model_config)
-        from onmt_optimal.eole.translator import CertifiedGeneratorLM, CertifiedTranslator
-
-        return {eole.predict.Translator: CertifiedTranslator, eole.predict.GeneratorLM: CertifiedGeneratorLM}.get(
-            cls, cls)
-
-    eole.predict.get_infer_class = get_infer_class
+    if not _ours(eole.predict.get_infer_class):
+        eole.predict.get_infer_class = _certified_classes(eole.predict.get_infer_class)
 
     import eole.inputters.dynamic_iterator
     import eole.inputters.text_corpus
@@ -65,13 +65,31 @@ def apply() -> None:
 
     eole.inputters.dynamic_iterator.transform_bucket = _transform_bucket_keeping_empty
     corpus = eole.inputters.text_corpus.ParallelCorpus
-    corpus.load = source.checked(corpus.load)
+    if not _ours(corpus.load):
+        corpus.load = _mark(source.checked(corpus.load))
 
     import eole.inference_engine
 
     engine = eole.inference_engine.InferenceEngine
-    engine.infer_file = _whole_outputs(engine.infer_file)
-    engine._write_predictions_to_file = _written_through_outputs(engine._write_predictions_to_file)
+    if not _ours(engine.infer_file):
+        engine.infer_file = _whole_outputs(engine.infer_file)
+    if not _ours(engine._write_predictions_to_file):
+        engine._write_predictions_to_file = _written_through_outputs(engine._write_predictions_to_file)
+
+
+def _certified_classes(get_infer_class):
+    """``eole.predict.get_infer_class`` answering our predictor for each of eole's that we extend."""
+    import eole.predict
+
+    @functools.wraps(get_infer_class)
+    def certified(model_config):
+        cls = get_infer_class(model_config)
+        from onmt_optimal.eole.translator import CertifiedGeneratorLM, CertifiedTranslator
+
+        return {eole.predict.Translator: CertifiedTranslator, eole.predict.GeneratorLM: CertifiedGeneratorLM}.get(
+            cls, cls)
+
+    return _mark(certified)
 
 
 def _whole_outputs(infer_file):
@@ -96,7 +114,7 @@ def _whole_outputs(infer_file):
                     predictor._onmt_optimal_outputs = None
         return result
 
-    return whole
+    return _mark(whole)
 
 
 def _written_through_outputs(write):
@@ -113,7 +131,7 @@ def _written_through_outputs(write):
         except OSError as err:
             raise outputs.error("-output", err) from None
 
-    return written
+    return _mark(written)
 
 
 def _transform_bucket_keeping_empty(*args, **kwargs):
@@ -128,7 +146,7 @@ def apply_cli() -> None:
     apply()
     from eole.bin.run.predict import Predict
 
-    if getattr(Predict, "_onmt_optimal", False):
+    if _ours(Predict):
         return
     from onmt_optimal.eole import options
 
@@ -150,7 +168,7 @@ def apply_cli() -> None:
 
     Predict.build_config = classmethod(build_config)
     Predict.run = classmethod(run)
-    Predict._onmt_optimal = True
+    _mark(Predict)
 
 
 def _built(stock_build, cls, args):
