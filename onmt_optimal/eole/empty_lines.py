@@ -3,31 +3,53 @@
 Stock eole reads an empty line as one empty token (``"".split(" ")``), which the vocabulary makes ``<unk>``, and
 decodes it as a sentence; a transform that drops empty tokens (e.g. a subword tokenizer) leaves an empty source,
 which ``transform_bucket`` then drops, so the output silently loses that line and every later line is misaligned.
-Under the new options (``active``) each empty or blank source line is marked and kept (with a one-token ``<unk>``
-placeholder where a transform emptied it), and the translator answers it with an empty line (score 0, stop
-reason ``empty_source``). Without them nothing here runs: stock eole's behaviour, byte for byte.
+Under the new options the translator runs each prediction inside ``keeping()``, whose ``EmptyLines`` is that run's:
+while it runs, each empty or blank source line is marked on it and kept (with a one-token ``<unk>`` placeholder
+where a transform emptied it), and the translator takes each mark back to answer that line with an empty line
+(score 0, stop reason ``empty_source``). Outside such a run, or with ``keeping(False)``, nothing here runs: stock
+eole's behaviour, byte for byte.
 """
 from __future__ import annotations
+
+import contextlib
+from contextvars import ContextVar
 
 from eole.constants import CorpusTask, DefaultTokens
 from eole.inputters import text_utils
 
-#: set by the translator while it decodes with the new options
-active = False
-_pending: set = set()
+
+class EmptyLines:
+    """The empty source lines of one prediction run, each marked as the iterator reads it and taken (once) as the
+    translator answers it."""
+
+    def __init__(self) -> None:
+        self._pending: set = set()
+
+    def mark(self, key) -> None:
+        self._pending.add(key)
+
+    def take(self, key) -> bool:
+        """True (once) if the example at ``key = (corpus id, line)`` stands for an empty source line."""
+        if key in self._pending:
+            self._pending.discard(key)
+            return True
+        return False
 
 
-def forget() -> None:
-    """Drop every mark (called as each prediction run begins)."""
-    _pending.clear()
+#: the run whose source eole's iterator is reading here (``transform_bucket`` is handed no predictor), or None
+_reading: ContextVar[EmptyLines | None] = ContextVar("onmt_optimal_eole_empty_lines", default=None)
 
 
-def take(key) -> bool:
-    """True (once) if the example at ``key = (corpus id, line)`` stands for an empty source line."""
-    if key in _pending:
-        _pending.discard(key)
-        return True
-    return False
+@contextlib.contextmanager
+def keeping(keep: bool = True):
+    """A fresh ``EmptyLines`` for one prediction run; while the block runs (and ``keep``), the source lines the
+    iterator reads are kept and marked on it. With ``keep`` false the reading is stock's and no line is marked."""
+    run = EmptyLines()
+    token = _reading.set(run if keep else None)
+    try:
+        yield run
+    finally:
+        _reading.reset(token)
 
 
 def _blank(src) -> bool:
@@ -39,8 +61,9 @@ def _blank(src) -> bool:
 
 
 def transform_bucket_keeping_empty(task, bucket, *args, **kwargs):
-    """``text_utils.transform_bucket`` that, at inference under the new options, keeps empty sources in place."""
-    if not active or task != CorpusTask.INFER:
+    """``text_utils.transform_bucket`` that, at inference inside ``keeping()``, keeps empty sources in place."""
+    run = _reading.get()
+    if run is None or task != CorpusTask.INFER:
         return text_utils.transform_bucket(task, bucket, *args, **kwargs)
     keys = [(ex["cid"], ex["cid_line_number"]) for ex, _, _ in bucket]
     empty = {key for key, (ex, _, _) in zip(keys, bucket) if _blank(ex.get("src"))}
@@ -56,7 +79,7 @@ def transform_bucket_keeping_empty(task, bucket, *args, **kwargs):
                 ex["src"] = {"src": [DefaultTokens.UNK]}
                 ex["tgt"] = None
                 ex.setdefault("sco", 1)
-            _pending.add(key)
+            run.mark(key)
         if ex is not None:
             out.append(ex)
     return out or None

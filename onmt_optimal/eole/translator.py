@@ -44,6 +44,7 @@ class Certified(RecordKeeping):
             raise OptionError("onmt-optimal's options do not rerank with the model's estimator (add_estimator): "
                               "drop -stopping/-length_reward/-bp_norm/-stats_file for this model")
         self._stats, self._rule_results = {}, {}
+        self._empty_lines = empty_lines.EmptyLines()  # each run's own, made by _predict
         #: called with the number of sentences of each batch once it is translated (None: nobody listens)
         self.progress = None
 
@@ -62,7 +63,7 @@ class Certified(RecordKeeping):
         """Answer each empty source line with nothing (score 0, stop reason ``empty_source``)."""
         rules = self.search.rules
         for i, length in enumerate(batch["srclen"].tolist()):
-            if "cid" not in batch or not empty_lines.take(lines.key(batch, i)):
+            if "cid" not in batch or not self._empty_lines.take(lines.key(batch, i)):
                 continue
             device = batch["src"].device
             eos = torch.tensor([self._tgt_eos_idx[0]], device=device)
@@ -76,12 +77,8 @@ class Certified(RecordKeeping):
     # ---------------------------------------------------------------- a whole input
     def _predict(self, infer_iter, *args, **kwargs):
         self._stats, self._rule_results = {}, {}
-        empty_lines.forget()
-        empty_lines.active = not self.search.stock
-        try:
+        with empty_lines.keeping(not self.search.stock) as self._empty_lines:
             result = super()._predict(infer_iter, *args, **kwargs)
-        finally:
-            empty_lines.active = False
         if not self.search.stock and self.search.stats_file:
             # with the run's output when the engine's infer_file runs (patch), else on its own
             lines.write_stats(self.search.stats_file, self._stats, getattr(self, "_onmt_optimal_outputs", None))
