@@ -2,39 +2,61 @@
 
 Stock OpenNMT-py drops an example whose source is empty after transforms (``text_utils.process``), so the
 output file silently loses a line and every later translation is misaligned with its source. At inference we
-keep such an example with a one-token placeholder source, remember its line, and the translator answers it
-with an empty line (score 0, stop reason ``empty_source``). Training and validation are untouched.
+keep such an example with a one-token placeholder source, mark its line on the translation's ``EmptyLines``,
+and the translator answers it with an empty line (score 0, stop reason ``empty_source``). The translator runs
+each translation inside ``keeping()``, whose ``EmptyLines`` is that translation's own, so a translation that
+ended early leaves no mark for the next one in a long-lived process (``Session``, the sweep, a Ray worker).
+Training and validation, and reading outside a translation, are untouched.
 """
 from __future__ import annotations
+
+import contextlib
+from contextvars import ContextVar
 
 from onmt.constants import CorpusTask, DefaultTokens
 from onmt.inputters import text_utils
 
 PLACEHOLDER = DefaultTokens.UNK
-_pending: set = set()
 
 
-def forget() -> None:
-    """Drop every mark: a translation that ended early (an error mid-input) must not leave marks for the next
-    one in a long-lived process (``Session``, the sweep). Called as each translation begins."""
-    _pending.clear()
+class EmptyLines:
+    """The empty source lines of one translation, each marked as the iterator reads it and taken (once) as the
+    translator answers it."""
+
+    def __init__(self) -> None:
+        self._pending: set = set()
+
+    def mark(self, key) -> None:
+        self._pending.add(key)
+
+    def take(self, key) -> bool:
+        """True (once) if the example at ``key = (corpus id, line)`` stands for an empty source line."""
+        if key in self._pending:
+            self._pending.discard(key)
+            return True
+        return False
 
 
-def mark(key) -> None:
-    _pending.add(key)
+#: the translation whose source OpenNMT-py's iterator is reading here (``process`` is handed no translator)
+_reading: ContextVar[EmptyLines | None] = ContextVar("onmt_optimal_opennmt_empty_lines", default=None)
 
 
-def take(key) -> bool:
-    """True (once) if the example at ``key = (corpus id, line)`` stands for an empty source line."""
-    if key in _pending:
-        _pending.discard(key)
-        return True
-    return False
+@contextlib.contextmanager
+def keeping():
+    """A fresh ``EmptyLines`` for one translation; while the block runs, empty source lines read at inference
+    are kept and marked on it."""
+    run = EmptyLines()
+    token = _reading.set(run)
+    try:
+        yield run
+    finally:
+        _reading.reset(token)
 
 
 def process_keeping_empty(task, bucket, **kwargs):
     """``text_utils.process`` that, at inference, keeps empty sources as placeholders, in input order."""
-    if task != CorpusTask.INFER:
+    run = _reading.get()
+    if run is None or task != CorpusTask.INFER:
         return text_utils.process(task, bucket, **kwargs)
     keys = [(ex["cid"], ex["cid_line_number"]) for ex, _, _ in bucket]
     originals = {key: dict(ex) for key, (ex, _, _) in zip(keys, bucket)}
@@ -51,7 +73,7 @@ def process_keeping_empty(task, bucket, **kwargs):
                 ex["src"]["feats"] = [PLACEHOLDER] * n_feats
             ex["tgt"] = None
             ex.pop("align", None)
-            mark(key)
+            run.mark(key)
             by_key[key] = ex
         out.append(by_key[key])
     return out or None

@@ -40,6 +40,7 @@ class CertifiedTranslator(RecordKeeping, Translator):
         translator.search = Options.from_opt(opt, global_scorer)  # opt validated with the command line
         translator._stats = {}
         translator._rule_results = {}
+        translator._empty_lines = empty_lines.EmptyLines()  # each translation's own (``_translate``)
         #: called with the number of sentences of each batch once it is translated (None: nobody listens)
         translator.progress = None
         translator._opt = opt
@@ -78,7 +79,7 @@ class CertifiedTranslator(RecordKeeping, Translator):
     def _answer_empty_lines(self, batch, results, stats, rule_results=None, search=None) -> None:
         """A placeholder stood in for each empty source line (see ``empty_lines``): answer it with nothing."""
         for i in range(len(batch["srclen"])):
-            if not empty_lines.take(lines.key(batch, i)):
+            if not self._empty_lines.take(lines.key(batch, i)):
                 continue
             device = batch["src"].device
             eos = torch.tensor([self._tgt_eos_idx], device=device)
@@ -97,10 +98,10 @@ class CertifiedTranslator(RecordKeeping, Translator):
     def _translate(self, infer_iter, transform=None, attn_debug=False, align_debug=False, phrase_table=""):
         self._stats = {}
         self._rule_results = {}
-        empty_lines.forget()  # before the first batch is read
         out = self.out_file if isinstance(self.out_file, RunOutput) else None
         try:
-            result = self._translate_all(infer_iter, transform, attn_debug, align_debug, phrase_table)
+            with empty_lines.keeping() as self._empty_lines:  # before the first batch is read
+                result = self._translate_all(infer_iter, transform, attn_debug, align_debug, phrase_table)
             if out is not None:
                 out.open()  # an input with no line leaves an empty output, as in stock
             search = getattr(self, "search", None)
