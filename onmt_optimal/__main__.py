@@ -98,17 +98,21 @@ def sweep(argv: list[str]) -> None:
                         help="GPUs each actor reserves; it then decodes on the one Ray gives it")
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
-    if args.ray_workers:
-        return _sweep_ray(args)
+    from onmt_optimal import failures
+
+    failures.run(f"{PROG} sweep", lambda: _sweep_ray(args) if args.ray_workers else _sweep(args))
+
+
+def _sweep(args) -> None:
+    """The files read (and checked: UTF-8, one reference a source line) before the model loads."""
     import tempfile
 
-    from onmt_optimal.length_ratio import estimate_with_model
+    from onmt_optimal.length_ratio import estimate_with_model, read_corpus
     from onmt_optimal.sweep import paper_decoders, run_sweep
 
-    session = _session(args.translate_args)
     un = args.unescape_moses
-    refs = [_read(r, un) for r in args.refs]
-    src_lines = _read(args.src, un)
+    src_lines, refs = read_corpus(args.src, args.refs, un)
+    session = _session(args.translate_args)
     rho = args.ratio or estimate_with_model(session, src_lines, refs).corpus
     with tempfile.TemporaryDirectory() as tmp:
         src = args.src
@@ -117,21 +121,20 @@ def sweep(argv: list[str]) -> None:
             Path(src).write_text("".join(line + "\n" for line in src_lines), encoding="utf-8")
         result = run_sweep(session, src, refs, parse_beams(args.beams),
                            paper_decoders([float(r) for r in args.rewards.split(",")]), rho)
-    result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho, "unescape_moses": un}
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {args.out}")
+    _write_sweep(args, result, rho)
 
 
 def _sweep_ray(args) -> None:
     from onmt_optimal.distributed.cluster import WorkerError
+    from onmt_optimal.length_ratio import read_corpus
     from onmt_optimal.opennmt.checkpoint import CheckpointError
     from onmt_optimal.options import OptionError
     from onmt_optimal.sweep import paper_decoders, run_sweep_ray
 
-    un = args.unescape_moses
+    src_lines, refs = read_corpus(args.src, args.refs, args.unescape_moses)
     try:
-        result, rho = run_sweep_ray([a for a in args.translate_args if a != "--"], _read(args.src, un),
-                                    [_read(r, un) for r in args.refs], parse_beams(args.beams),
+        result, rho = run_sweep_ray([a for a in args.translate_args if a != "--"], src_lines, refs,
+                                    parse_beams(args.beams),
                                     paper_decoders([float(r) for r in args.rewards.split(",")]), args.ratio,
                                     args.ray_workers, args.ray_address, args.ray_gpus_per_worker)
     except OptionError as err:
@@ -140,8 +143,19 @@ def _sweep_ray(args) -> None:
     except (CheckpointError, WorkerError) as err:
         sys.stderr.write(f"{PROG} sweep: error: {err}\n")
         raise SystemExit(1)
-    result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho, "unescape_moses": un}
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    _write_sweep(args, result, rho)
+
+
+def _write_sweep(args, result: dict, rho: float) -> None:
+    """``--out``, whole or not at all (``atomic``): a failed write leaves an earlier file as it was."""
+    from onmt_optimal import atomic
+
+    result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho, "unescape_moses": args.unescape_moses}
+    with atomic.Outputs() as outputs:
+        out = atomic.TextFile(outputs, "--out", args.out)
+        out.write(json.dumps(result, indent=1) + "\n")
+        out.close()
+        outputs.commit()
     print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {args.out}")
 
 

@@ -35,3 +35,24 @@ def test_ratio_and_sweep_commands(toy_model, tmp_path):
     assert families == {"default", "default_avg", "optimal", "optimal_reward", "shrinking_norm", "shrinking_reward"}
     assert {r["beam"] for r in rows} == {1, 2}
     assert all(r["sentences"] == 12 for r in rows)
+
+
+def test_sweep_checks_its_files_before_the_model_and_keeps_an_earlier_output(toy_model, tmp_path):
+    """A missing, non-UTF-8 or misaligned file is one line and exit 1 (before the model loads), and ``--out``
+    from an earlier run stays as it was."""
+    toy.write_corpus(tmp_path / "dev", 4, seed=3, max_len=6)
+    (tmp_path / "bad.src").write_bytes(b"a b\n\xff c\n")
+    (tmp_path / "short.tgt").write_text("A\n")
+    out = tmp_path / "sweep.json"
+    out.write_text('{"earlier": true}\n')
+    cases = [(tmp_path / "missing.src", tmp_path / "dev.tgt", "cannot read it"),
+             (tmp_path / "bad.src", tmp_path / "dev.tgt", "line 2 (byte offset 4) is not UTF-8"),
+             (tmp_path / "dev.src", tmp_path / "short.tgt", "one reference a source line")]
+    for src, ref, says in cases:
+        run = subprocess.run([sys.executable, "-m", "onmt_optimal", "sweep", "--src", str(src), "--refs", str(ref),
+                              "--out", str(out), "--", "-model", str(toy_model)],
+                             capture_output=True, text=True, env=ENV)
+        assert run.returncode == 1, run.stderr[-2000:]
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("onmt-optimal sweep: error: ") and says in lines[0], lines
+        assert out.read_text() == '{"earlier": true}\n'
