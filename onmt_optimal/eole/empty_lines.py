@@ -11,45 +11,10 @@ eole's behaviour, byte for byte.
 """
 from __future__ import annotations
 
-import contextlib
-from contextvars import ContextVar
-
 from eole.constants import CorpusTask, DefaultTokens
 from eole.inputters import text_utils
 
-
-class EmptyLines:
-    """The empty source lines of one prediction run, each marked as the iterator reads it and taken (once) as the
-    translator answers it."""
-
-    def __init__(self) -> None:
-        self._pending: set = set()
-
-    def mark(self, key) -> None:
-        self._pending.add(key)
-
-    def take(self, key) -> bool:
-        """True (once) if the example at ``key = (corpus id, line)`` stands for an empty source line."""
-        if key in self._pending:
-            self._pending.discard(key)
-            return True
-        return False
-
-
-#: the run whose source eole's iterator is reading here (``transform_bucket`` is handed no predictor), or None
-_reading: ContextVar[EmptyLines | None] = ContextVar("onmt_optimal_eole_empty_lines", default=None)
-
-
-@contextlib.contextmanager
-def keeping(keep: bool = True):
-    """A fresh ``EmptyLines`` for one prediction run; while the block runs (and ``keep``), the source lines the
-    iterator reads are kept and marked on it. With ``keep`` false the reading is stock's and no line is marked."""
-    run = EmptyLines()
-    token = _reading.set(run if keep else None)
-    try:
-        yield run
-    finally:
-        _reading.reset(token)
+from onmt_optimal.adapter.empty_lines import EmptyLines, keeping, reading  # noqa: F401 (the translator's)
 
 
 def _blank(src) -> bool:
@@ -62,7 +27,7 @@ def _blank(src) -> bool:
 
 def transform_bucket_keeping_empty(task, bucket, *args, **kwargs):
     """``text_utils.transform_bucket`` that, at inference inside ``keeping()``, keeps empty sources in place."""
-    run = _reading.get()
+    run = reading()
     if run is None or task != CorpusTask.INFER:
         return text_utils.transform_bucket(task, bucket, *args, **kwargs)
     keys = [(ex["cid"], ex["cid_line_number"]) for ex, _, _ in bucket]

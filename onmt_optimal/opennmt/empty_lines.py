@@ -10,52 +10,17 @@ Training and validation, and reading outside a translation, are untouched.
 """
 from __future__ import annotations
 
-import contextlib
-from contextvars import ContextVar
-
 from onmt.constants import CorpusTask, DefaultTokens
 from onmt.inputters import text_utils
+
+from onmt_optimal.adapter.empty_lines import EmptyLines, keeping, reading  # noqa: F401 (the translator's)
 
 PLACEHOLDER = DefaultTokens.UNK
 
 
-class EmptyLines:
-    """The empty source lines of one translation, each marked as the iterator reads it and taken (once) as the
-    translator answers it."""
-
-    def __init__(self) -> None:
-        self._pending: set = set()
-
-    def mark(self, key) -> None:
-        self._pending.add(key)
-
-    def take(self, key) -> bool:
-        """True (once) if the example at ``key = (corpus id, line)`` stands for an empty source line."""
-        if key in self._pending:
-            self._pending.discard(key)
-            return True
-        return False
-
-
-#: the translation whose source OpenNMT-py's iterator is reading here (``process`` is handed no translator)
-_reading: ContextVar[EmptyLines | None] = ContextVar("onmt_optimal_opennmt_empty_lines", default=None)
-
-
-@contextlib.contextmanager
-def keeping():
-    """A fresh ``EmptyLines`` for one translation; while the block runs, empty source lines read at inference
-    are kept and marked on it."""
-    run = EmptyLines()
-    token = _reading.set(run)
-    try:
-        yield run
-    finally:
-        _reading.reset(token)
-
-
 def process_keeping_empty(task, bucket, **kwargs):
     """``text_utils.process`` that, at inference, keeps empty sources as placeholders, in input order."""
-    run = _reading.get()
+    run = reading()
     if run is None or task != CorpusTask.INFER:
         return text_utils.process(task, bucket, **kwargs)
     keys = [(ex["cid"], ex["cid_line_number"]) for ex, _, _ in bucket]
