@@ -10,6 +10,9 @@ has finished executing (``install``); one finder serves every adapter. A process
 loads no adapter. ``ONMT_OPTIMAL_DISABLE`` set to a true value (``1``, ``true``, ``yes``, ``on``, any case)
 gives the stock toolkits in a process; ``0``, ``false``, ``no``, ``off`` or an empty value keep the plugin on.
 ``withdraw`` takes the finder out again (stock OpenNMT-py for comparisons: ``onmt_optimal.opennmt.stock``).
+
+Each patch may run any number of times (a toolkit's modules imported afresh are patched again): it ``mark``s
+every function or class it puts in the toolkit's place and leaves an attribute that is already ``ours`` as it is.
 """
 import os
 import sys
@@ -23,6 +26,20 @@ ADAPTERS = {"onmt": "onmt_optimal.opennmt.hook", "eole": "onmt_optimal.eole.hook
 _HOOKS: dict = {}
 #: the entries of ``ADAPTERS`` whose hook module ``boot`` registered and no import has loaded yet
 _PENDING: dict = {}
+
+#: set on each function or class a patch puts in a toolkit's place
+OURS = "_onmt_optimal"
+
+
+def ours(thing) -> bool:
+    """True if ``thing`` is one a patch put in a toolkit's place (``mark``)."""
+    return getattr(thing, OURS, False)
+
+
+def mark(thing):
+    """``thing``, marked as ``ours``."""
+    setattr(thing, OURS, True)
+    return thing
 
 
 class _PatchingLoader:

@@ -1,8 +1,8 @@
 """The one place where eole 0.6.4 is changed. Every change is a substitution of a module or class attribute.
 
 ``apply()``, called when ``eole`` is first imported (see ``hook``) or explicitly, may run any number of times: it
-leaves an attribute that already holds one of our functions (``_ours``) as it is, so a second call changes nothing
-and a call after eole's modules are imported afresh patches the new ones:
+leaves an attribute that already holds one of our functions (``import_hook.ours``) as it is, so a second call
+changes nothing and a call after eole's modules are imported afresh patches the new ones:
 
 * ``eole.predict.get_infer_class`` (which ``build_predictor`` looks up at call time) answers
   ``CertifiedTranslator`` for eole's ``Translator`` and ``CertifiedGeneratorLM`` for its ``GeneratorLM``
@@ -36,26 +36,14 @@ from __future__ import annotations
 import functools
 import sys
 
+from onmt_optimal.import_hook import mark, ours
+
 PROG = "eole predict"
-
-#: set on each function (and on ``Predict``) this module puts in eole's place
-OURS = "_onmt_optimal"
-
-
-def _ours(thing) -> bool:
-    """True if ``thing`` is one of ours (``_mark``): ``apply`` and ``apply_cli`` leave it where it is."""
-    return getattr(thing, OURS, False)
-
-
-def _mark(thing):
-    setattr(thing, OURS, True)
-    return thing
-
 
 def apply() -> None:
     import eole.predict
 
-    if not _ours(eole.predict.get_infer_class):
+    if not ours(eole.predict.get_infer_class):
         eole.predict.get_infer_class = _certified_classes(eole.predict.get_infer_class)
 
     import eole.inputters.dynamic_iterator
@@ -65,15 +53,15 @@ def apply() -> None:
 
     eole.inputters.dynamic_iterator.transform_bucket = _transform_bucket_keeping_empty
     corpus = eole.inputters.text_corpus.ParallelCorpus
-    if not _ours(corpus.load):
-        corpus.load = _mark(source.checked(corpus.load))
+    if not ours(corpus.load):
+        corpus.load = mark(source.checked(corpus.load))
 
     import eole.inference_engine
 
     engine = eole.inference_engine.InferenceEngine
-    if not _ours(engine.infer_file):
+    if not ours(engine.infer_file):
         engine.infer_file = _whole_outputs(engine.infer_file)
-    if not _ours(engine._write_predictions_to_file):
+    if not ours(engine._write_predictions_to_file):
         engine._write_predictions_to_file = _written_through_outputs(engine._write_predictions_to_file)
 
 
@@ -89,7 +77,7 @@ def _certified_classes(get_infer_class):
         return {eole.predict.Translator: CertifiedTranslator, eole.predict.GeneratorLM: CertifiedGeneratorLM}.get(
             cls, cls)
 
-    return _mark(certified)
+    return mark(certified)
 
 
 def _whole_outputs(infer_file):
@@ -114,7 +102,7 @@ def _whole_outputs(infer_file):
                     predictor._onmt_optimal_outputs = None
         return result
 
-    return _mark(whole)
+    return mark(whole)
 
 
 def _written_through_outputs(write):
@@ -131,7 +119,7 @@ def _written_through_outputs(write):
         except OSError as err:
             raise outputs.error("-output", err) from None
 
-    return _mark(written)
+    return mark(written)
 
 
 def _transform_bucket_keeping_empty(*args, **kwargs):
@@ -146,7 +134,7 @@ def apply_cli() -> None:
     apply()
     from eole.bin.run.predict import Predict
 
-    if _ours(Predict):
+    if ours(Predict):
         return
     from onmt_optimal.eole import options
 
@@ -168,7 +156,7 @@ def apply_cli() -> None:
 
     Predict.build_config = classmethod(build_config)
     Predict.run = classmethod(run)
-    _mark(Predict)
+    mark(Predict)
 
 
 def _built(stock_build, cls, args):

@@ -1,8 +1,8 @@
 """The one place where OpenNMT-py 3.5.1 is changed. Every change is a substitution of a module attribute.
 
 ``apply()``, called when ``onmt`` is first imported (see ``hook``) or explicitly, may run any number of times: it
-leaves an attribute that already holds one of our functions (``_ours``) as it is, so a second call changes nothing
-and a call after OpenNMT-py's modules are imported afresh patches the new ones:
+leaves an attribute that already holds one of our functions (``import_hook.ours``) as it is, so a second call
+changes nothing and a call after OpenNMT-py's modules are imported afresh patches the new ones:
 
 * ``torch.load`` safety: allow ``argparse.Namespace``, the only non-tensor global in an OpenNMT checkpoint, so
   checkpoints load on torch >= 2.6 with ``weights_only`` left on;
@@ -37,24 +37,11 @@ import argparse
 import functools
 import sys
 
+from onmt_optimal.import_hook import mark, ours
 from onmt_optimal.opennmt.checkpoint import CheckpointError, checkpoint_problem, quiet_load
 from onmt_optimal.opennmt.output import RunOutput
 
 PROG = "onmt_translate"
-
-#: set on each function this module puts in OpenNMT-py's place
-OURS = "_onmt_optimal"
-
-
-def _ours(function) -> bool:
-    """True if ``function`` is one of ours (``_mark``): ``apply`` and ``apply_cli`` leave it where it is."""
-    return getattr(function, OURS, False)
-
-
-def _mark(function):
-    setattr(function, OURS, True)
-    return function
-
 
 def apply() -> None:
     import torch
@@ -65,11 +52,11 @@ def apply() -> None:
     import onmt.opts
     from onmt.utils.parse import ArgumentParser
 
-    if not _ours(onmt.opts.translate_opts):
+    if not ours(onmt.opts.translate_opts):
         onmt.opts.translate_opts = _with_our_options(onmt.opts.translate_opts)
     _replace_copies("translate_opts", onmt.opts.translate_opts, ("onmt.bin.translate", "onmt.utils.scoring_utils"))
 
-    if not _ours(ArgumentParser.validate_translate_opts):
+    if not ours(ArgumentParser.validate_translate_opts):
         stock_validate = ArgumentParser.validate_translate_opts.__func__
         ArgumentParser.validate_translate_opts = classmethod(_validating_ours(stock_validate))
 
@@ -82,16 +69,16 @@ def apply() -> None:
 
     onmt.inputters.dynamic_iterator.process = _process_keeping_empty
     corpus = onmt.inputters.text_corpus.ParallelCorpus
-    if not _ours(corpus.load):
-        corpus.load = _mark(source.checked(corpus.load))
+    if not ours(corpus.load):
+        corpus.load = mark(source.checked(corpus.load))
 
     import onmt.model_builder
 
-    if not _ours(onmt.model_builder.load_test_model):
+    if not ours(onmt.model_builder.load_test_model):
         onmt.model_builder.load_test_model = _checked_loader(onmt.model_builder.load_test_model)
 
     translator = onmt.translate.translator
-    if not _ours(translator.build_translator):
+    if not ours(translator.build_translator):
         translator.build_translator = _certified(translator.build_translator)
     _replace_copies("build_translator", translator.build_translator,
                     ("onmt.utils.distributed", "onmt.translate.translation_server"))
@@ -116,7 +103,7 @@ def _with_our_options(stock_translate_opts):
         stock_translate_opts(parser)
         options.add_options(parser)
 
-    return _mark(translate_opts)
+    return mark(translate_opts)
 
 
 def _validating_ours(stock_validate):
@@ -134,7 +121,7 @@ def _validating_ours(stock_validate):
         for warning in meaning.option_warnings(opt):
             sys.stderr.write(f"{PROG}: warning: {warning}\n")
 
-    return _mark(validate_translate_opts)
+    return mark(validate_translate_opts)
 
 
 def _process_keeping_empty(*args, **kwargs):
@@ -156,7 +143,7 @@ def _certified(build_translator):
         return build_translator(opt, device_id=device_id, report_score=report_score, logger=logger,
                                 out_file=out_file)
 
-    return _mark(build)
+    return mark(build)
 
 
 def _use_certified_translator() -> None:
@@ -187,14 +174,14 @@ def _checked_loader(load_test_model):
                 raise  # a well-formed checkpoint failed for another reason: keep OpenNMT-py's own error
             raise CheckpointError(f"{path} is not an OpenNMT-py checkpoint: {problem}") from err
 
-    return _mark(load)
+    return mark(load)
 
 
 def apply_cli() -> None:
     """Make ``onmt_translate`` end every fault with one line on stderr and a non-zero status."""
     import onmt.bin.translate as cli
 
-    if _ours(cli.main):
+    if ours(cli.main):
         return
     stock_main = cli.main
 
@@ -204,7 +191,7 @@ def apply_cli() -> None:
 
         return failures.run(PROG, stock_main, _describe)
 
-    cli.main = _mark(main)
+    cli.main = mark(main)
     cli.translate = _dispatching(cli.translate)
     cli._get_parser = _one_line_errors(cli._get_parser)
 
