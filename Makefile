@@ -16,7 +16,7 @@ DATA ?= ../shared/data
 TVSUB := $(DATA)/tvsub-zh-en
 M30K := $(DATA)/multi30k-de-en
 
-.PHONY: setup setup-eole setup-hf run test test-eole test-hf test-fast reproduce bench clean-venv
+.PHONY: setup setup-eole setup-hf run test test-eole test-hf test-fast reproduce bench golden clean-venv
 
 setup: $(STAMP)
 
@@ -128,6 +128,14 @@ $(HF_STAMP): $(STAMP) requirements-hf.txt
 # only the transformers tests
 test-hf: setup-hf
 	$(BIN)/python -m pytest -q --durations=5 tests/hf
+
+# the golden check (docs/development.md#the-golden-check): decode the shipped and toy models with the working tree
+# and with BASE (a git revision; default HEAD, i.e. the uncommitted changes) under every flag set and compare
+# every output, statistics file, log and exit status; exits 1 naming the files that differ
+BASE ?= HEAD
+golden: setup setup-eole setup-hf
+	PYTHONPATH=$(CURDIR):$(CURDIR)/tests $(BIN)/python scripts/golden.py --base $(BASE) --data $(DATA) \
+	  --eole-python $(EOLE_BIN)/python
 
 clean-venv:
 	rm -rf $(VENV) $(EOLE_VENV)

@@ -12,8 +12,11 @@ Per job a side keeps, under its run folder: what the run wrote (``.out``, ``.sta
 (``.exit``) and its stdout then stderr (``.log``), in which exactly this is normalised (``normalise``):
 
 * the logger's time stamp ``[YYYY-MM-DD HH:MM:SS,mmm LEVEL]`` -> ``[<time> LEVEL]``;
-* the number in a timing line (``Total translation time (s):``, ``Average translation time (ms):``,
-  ``Tokens per second:``, eole's ``... time (s)`` and ``tok/s`` figures) -> ``<t>``;
+* the number after a timing label (OpenNMT-py's ``Time w/o python interpreter load/terminate:``, ``Total
+  translation time (s):``, ``Average translation time (ms):``, ``Tokens per second:``; eole's ``Build and loading
+  model took``) -> ``<t>``;
+* a progress bar's times and rate (tqdm's ``[00:00<00:00, 4932.61it/s]``, transformers' ``Loading weights``)
+  -> ``[<t>]``;
 * the side's package folder ``<tree>/onmt_optimal`` (in a traceback's file names) -> ``<tree>/onmt_optimal``.
 
 Outputs and statistics files are compared byte for byte, unnormalised. Warnings are off in the workers
@@ -42,14 +45,17 @@ WORKERS = {"opennmt": translate_worker.Worker, "eole": predict_worker.Worker, "h
 TOOLKITS = tuple(WORKERS)
 
 _STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ", re.M)
-_TIMING = re.compile(r"((?:Total translation time \(s\)|Average translation time \(ms\)|Tokens per second"
-                     r"|[Tt]ime \(s\)|tok/s)[:=]?\s*)[-+0-9.e]+")
+_TIMING = re.compile(r"((?:Time w/o python interpreter load/terminate|Total translation time \(s\)"
+                     r"|Average translation time \(ms\)|Tokens per second|Build and loading model took)"
+                     r"[:=]?\s*)[-+0-9.e]+")
+_PROGRESS = re.compile(r"\[\d+:\d\d<[^\]\n]*\]")  # a tqdm bar's [elapsed<left, rate]
 
 
 def normalise(text: str, tree: Path) -> str:
     """``text`` with time stamps, timings and ``tree`` replaced (the module docstring lists exactly what)."""
     text = _STAMP.sub("[<time> ", text)
     text = _TIMING.sub(lambda m: m.group(1) + "<t>", text)
+    text = _PROGRESS.sub("[<t>]", text)
     package = tree / "onmt_optimal"
     return text.replace(str(package), "<tree>/onmt_optimal")
 
@@ -246,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(toolkits) - set(TOOLKITS))
     if unknown or not toolkits:
         parser.error(f"--toolkits: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(TOOLKITS)}")
-    pythons = {"opennmt": sys.executable, "hf": sys.executable, "eole": args.eole_python}
+    # absolute (the workers run in the sides' folders), not resolved (a venv's python is a link into it)
+    pythons = {"opennmt": sys.executable, "hf": sys.executable, "eole": os.path.abspath(args.eole_python)}
     if "eole" in toolkits and not Path(args.eole_python).is_file():
         parser.error(f"--eole-python: no {args.eole_python} (make setup-eole, or --toolkits opennmt,hf)")
     if args.keep and Path(args.keep).exists():
@@ -257,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         base = base_tree(ROOT, args.base, run_dir / "base-src")
         _say(f"base {args.base} against the working tree {ROOT}; preparing the models")
-        jobs = prepare(ROOT, Path(args.data), toolkits, pythons, run_dir / "models")
+        jobs = prepare(ROOT, Path(os.path.abspath(args.data)), toolkits, pythons, run_dir / "models")
         count = sum(len(j) for j in jobs.values())
         _say(f"models ready after {time.monotonic() - started:.0f} s; {count} runs a side")
         result = check(base, ROOT, {t: jobs[t] for t in toolkits}, pythons, run_dir)
