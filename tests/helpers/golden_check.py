@@ -73,11 +73,14 @@ def base_tree(root: Path, rev: str, dest: Path) -> Path:
     """``dest`` holding ``rev``'s ``onmt_optimal`` package (``git archive``), for ``PYTHONPATH``."""
     dest.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", rev, "onmt_optimal"],
-                             capture_output=True)
-    if archive.returncode != 0:
-        raise SystemExit(f"golden-check: cannot read revision {rev!r}: {archive.stderr.decode().strip()}")
+                             capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return dest
+
+
+def is_revision(root: Path, rev: str) -> bool:
+    return subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                          capture_output=True).returncode == 0
 
 
 def _env(tree: Path) -> dict:
@@ -256,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     pythons = {"opennmt": sys.executable, "hf": sys.executable, "eole": os.path.abspath(args.eole_python)}
     if "eole" in toolkits and not Path(args.eole_python).is_file():
         parser.error(f"--eole-python: no {args.eole_python} (make setup-eole, or --toolkits opennmt,hf)")
+    if not is_revision(ROOT, args.base):
+        parser.error(f"--base: {args.base!r} is not a git revision of {ROOT}")
     if args.keep and Path(args.keep).exists():
         parser.error(f"--keep: {args.keep} exists")
     started = time.monotonic()
