@@ -134,7 +134,7 @@ test-hf: setup-hf
 # every output, statistics file, log and exit status; exits 1 naming the files that differ
 BASE ?= HEAD
 golden: setup setup-eole setup-hf
-	PYTHONPATH=$(CURDIR):$(CURDIR)/tests $(BIN)/python scripts/golden.py --base $(BASE) --data $(DATA) \
+	PYTHONPATH=$(CURDIR)/tests:$(CURDIR) $(BIN)/python -m helpers.golden_check --base $(BASE) --data $(DATA) \
 	  --eole-python $(EOLE_BIN)/python
 
 clean-venv:

@@ -1,4 +1,4 @@
-"""The golden check (``scripts/golden.py``, ``helpers.golden_check``) on a reduced set: the toy OpenNMT-py model
+"""The golden check (``make golden``, ``helpers.golden_check``) on a reduced set: the toy OpenNMT-py model
 under four flag sets, the working tree against a copy of its own package. The copy as it is gives no
 difference (nothing a run prints depends on where the package lies, once ``normalise`` has run); the copy with
 the shrinking rule broken by one text substitution gives differences, in the shrinking run's files only.
@@ -36,7 +36,7 @@ def test_golden_check_passes_a_copy_and_catches_a_broken_rule(toy_model, tmp_pat
     pythons = {"opennmt": sys.executable}
 
     same = golden_check.check(package_copy(tmp_path / "copy"), golden_check.ROOT, jobs, pythons, tmp_path / "a")
-    # stock: out, log, exit; optimal and shrinking: out, stats, log, exit; bad value: stats? no: log, exit
+    # stock: out, log, exit; optimal and shrinking: out, stats, log, exit; the bad value: log, exit
     assert same.line() == "golden-check: 0 files differ (of 13 compared)", same.differ
 
     broken = golden_check.check(package_copy(tmp_path / "broken", BROKEN), golden_check.ROOT, jobs, pythons,

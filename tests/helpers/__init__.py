@@ -23,8 +23,14 @@ Toolkit processes:
 - ``translate_worker``: many ``onmt_translate`` runs in one long-lived process a side, ours (import hook on)
   and stock (``ONMT_OPTIMAL_DISABLE=1``): the ``our_worker`` / ``stock_worker`` fixtures.
 - ``predict_worker``: the same for ``eole predict`` (the ``ours`` / ``stock`` fixtures of ``tests/eole``).
+- ``generate_worker``: the same for transformers' ``generate`` on a saved ``toy_hf`` model (the golden check).
 - ``stock_translate``: a script, stock OpenNMT-py 3.5.1 ``onmt_translate`` with only the torch >= 2.6
   checkpoint-loading fix, for comparisons in a fresh process.
+
+The golden check (``make golden``, ``python -m helpers.golden_check``; ``tests/e2e/test_golden.py``):
+
+- ``golden_jobs``: what it decodes (models, input slices, flag sets), ``golden_models``: the models and inputs,
+  trained or prepared once, ``golden_check``: both sides' runs, the normalised logs, the comparison, the command.
 
 Checks and tiers:
 

@@ -22,7 +22,11 @@ Per job a side keeps, under its run folder: what the run wrote (``.out``, ``.sta
 Outputs and statistics files are compared byte for byte, unnormalised. Warnings are off in the workers
 (``PYTHONWARNINGS=ignore``), as in the tests: they name source lines, which a refactor moves.
 
-``check`` returns the differing files; ``main`` is ``scripts/golden.py``'s command line.
+``check`` returns the differing files; ``main`` is the command line, ``make golden BASE=<rev>``:
+
+    PYTHONPATH=tests:. .venv/bin/python -m helpers.golden_check --base main
+
+(a command over the tests' helpers, so it lives beside them: ``scripts/`` import the package alone).
 """
 from __future__ import annotations
 
@@ -241,7 +245,7 @@ def prepare(root: Path, data: Path, toolkits: list[str], pythons: dict, models: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="scripts/golden.py",
+        prog="python -m helpers.golden_check",
         description="Decode the shipped and toy models with the working tree and with BASE under every flag "
                     "set; compare outputs, statistics, logs and exit statuses; exit 1 if any file differs.")
     parser.add_argument("--base", default="HEAD", help="the git revision to compare the working tree with")
@@ -284,3 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name}")
     _say(f"{time.monotonic() - started:.0f} s" + (f"; the runs are in {run_dir}" if args.keep else ""))
     return 1 if result.differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
