@@ -190,42 +190,13 @@ def _say(message: str) -> None:
 
 def prepare(root: Path, data: Path, toolkits: list[str], pythons: dict, models: Path) -> dict:
     """The jobs of the full check: the shipped models and every toy model, trained into ``models``."""
-    missing = [str(data / golden_jobs.DEV[m]) for m in golden_jobs.SHIPPED if not (data / golden_jobs.DEV[m]).is_file()]
+    missing = [str(data / golden_jobs.DEV[m]) for m in golden_jobs.SHIPPED
+               if not (data / golden_jobs.DEV[m]).is_file()]
     if "opennmt" in toolkits and missing:
         raise SystemExit(f"golden-check: no dev data: {', '.join(missing)} (set DATA=...)")
     models.mkdir(parents=True)
     src = golden_models.toy_source(models)
-    trained: dict = {}
-
-    def lane_a():
-        if "opennmt" in toolkits:
-            trained["opennmt"] = golden_models.train_opennmt_toy(models / "opennmt-toy")
-        if "eole" in toolkits:
-            for kind in golden_models.TOY_KINDS:
-                trained["eole", kind] = golden_models.train_eole_toy(pythons["eole"], kind, models / f"eole-{kind}",
-                                                                     root)
-
-    def lane_b():
-        if "hf" in toolkits:
-            for kind in golden_models.TOY_KINDS:
-                trained["hf", kind] = golden_models.train_hf_toy(pythons["hf"], kind, models / f"hf-{kind}", root)
-
-    errors = []
-
-    def guarded(lane):
-        try:
-            lane()
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            errors.append(exc)
-
-    lanes = [threading.Thread(target=guarded, args=(lane,), daemon=True) for lane in (lane_a, lane_b)]
-    for lane in lanes:
-        lane.start()
-    for lane in lanes:
-        while lane.is_alive():
-            lane.join(0.5)
-    if errors:
-        raise errors[0]
+    trained = golden_models.train_all(root, toolkits, pythons, models)
     jobs: dict = {}
     if "opennmt" in toolkits:
         jobs["opennmt"] = []
@@ -280,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("interrupted")
         return 130
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:  # a training or set-up failure
+        _say(f"error: {exc}")
+        return 1
     finally:
         if not args.keep:
             shutil.rmtree(run_dir, ignore_errors=True)

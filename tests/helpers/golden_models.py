@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from helpers import golden_jobs, toy
@@ -50,6 +51,42 @@ def train_eole_toy(python: str, kind: str, workdir: Path, root: Path) -> Path:
 
 def train_hf_toy(python: str, kind: str, workdir: Path, root: Path) -> Path:
     return _train_in(python, "hf", kind, workdir, root)
+
+
+def train_all(root: Path, toolkits: list[str], pythons: dict, models: Path) -> dict:
+    """Every toy model of ``toolkits`` into ``models``, in two lanes at once (OpenNMT-py's then eole's;
+    transformers'): ``"opennmt"`` -> its checkpoint, ``("eole", kind)`` and ``("hf", kind)`` -> a model folder."""
+    trained: dict = {}
+
+    def first_lane():
+        if "opennmt" in toolkits:
+            trained["opennmt"] = train_opennmt_toy(models / "opennmt-toy")
+        if "eole" in toolkits:
+            for kind in TOY_KINDS:
+                trained["eole", kind] = train_eole_toy(pythons["eole"], kind, models / f"eole-{kind}", root)
+
+    def second_lane():
+        if "hf" in toolkits:
+            for kind in TOY_KINDS:
+                trained["hf", kind] = train_hf_toy(pythons["hf"], kind, models / f"hf-{kind}", root)
+
+    errors: list = []
+
+    def guarded(lane):
+        try:
+            lane()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the calling thread
+            errors.append(exc)
+
+    lanes = [threading.Thread(target=guarded, args=(lane,), daemon=True) for lane in (first_lane, second_lane)]
+    for lane in lanes:
+        lane.start()
+    for lane in lanes:
+        while lane.is_alive():  # a short join, so that Ctrl-C reaches the calling thread
+            lane.join(0.5)
+    if errors:
+        raise errors[0]
+    return trained
 
 
 def _main(what: str, kind: str, workdir: Path) -> None:
