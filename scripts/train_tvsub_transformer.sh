@@ -20,7 +20,14 @@ cd "${RUN_DIR:-$ROOT}"
 WORK=work/tvsub-zh-en-transformer
 MODEL=models/tvsub-zh-en-transformer
 mkdir -p "$WORK/data" "$WORK/run" "$MODEL"
-for side in src tgt; do gzip -dc "$PACK/train.$side.gz" > "$WORK/data/train.$side"; done
+# (Python's bz2: no bzip2 program needed; both sides at once)
+pids=()
+for side in src tgt; do
+  "$PYTHON" -c "import bz2, shutil, sys; shutil.copyfileobj(bz2.open(sys.argv[1]), open(sys.argv[2], 'wb'), 1 << 20)" \
+    "$PACK/train.$side.bz2" "$WORK/data/train.$side" &
+  pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
 cp "$PACK/dev.src" "$PACK/dev.ref0" "$PACK/src.spm.model" "$PACK/tgt.spm.model" "$WORK/data/"
 cp "$PACK/vocab.src" "$PACK/vocab.tgt" "$WORK/run/"
 cp "$PACK/src.spm.model" "$PACK/tgt.spm.model" "$PACK/vocab.src" "$PACK/vocab.tgt" "$PACK/prep.json" "$MODEL/"

@@ -60,7 +60,7 @@ def test_pack_train_by_budget_release_and_translate(tmp_path):
                             capture_output=True, text=True)
     assert packed.returncode == 0, packed.stdout[-2000:] + packed.stderr[-2000:]
     assert sorted(p.name for p in pack.iterdir()) == sorted(
-        ["train.src.gz", "train.tgt.gz", "dev.src", "dev.ref0", "src.spm.model", "tgt.spm.model", "vocab.src",
+        ["train.src.bz2", "train.tgt.bz2", "dev.src", "dev.ref0", "src.spm.model", "tgt.spm.model", "vocab.src",
          "vocab.tgt", "prep.json"])
 
     # far more steps than the budget allows: the budget ends the run
