@@ -5,7 +5,8 @@
 # 1. scripts/prepare_data.py: every TVsub training pair less those whose source occurs among the dev or test
 #    sources, Moses escapes undone, at most 50 words a side, shuffled (seed 1234); the SentencePiece models
 #    of models/tvsub-zh-en (8k per side), not new ones (--spm-from) -> work/tvsub-zh-en-transformer/data;
-# 2. onmt_build_vocab -config configs/tvsub-zh-en-transformer/train.yaml on all of it;
+# 2. onmt_build_vocab -config configs/tvsub-zh-en-transformer/train.yaml on all of it, each vocabulary cut
+#    to the 7996 pieces the model keeps;
 # 3. PACK_DIR: train.src.bz2, train.tgt.bz2 (bzip2: a quarter smaller than gzip on this text), dev.src,
 #    dev.ref0, {src,tgt}.spm.model, vocab.{src,tgt}, prep.json (about 40 MB in all).
 # Environment: DATA (the corpus folder, default ../shared/data/tvsub-zh-en beside the repository), VENV
@@ -30,6 +31,14 @@ mkdir -p "$WORK/run"
 "$PYTHON" -c "from onmt.bin.build_vocab import main; main()" \
   -config "$ROOT/configs/tvsub-zh-en-transformer/train.yaml" -n_sample -1 -num_threads 1 2>&1 | grep -v INFO || true
 test -s "$WORK/run/vocab.src" && test -s "$WORK/run/vocab.tgt"
+# Each vocabulary cut to what the model keeps (src_vocab_size/tgt_vocab_size 8000 = OpenNMT-py's 4 specials and
+# the 7996 most frequent pieces, in the file's order), so that the model's vocabulary is the file's whatever
+# pyonmttok build (or stand-in) the training machine has.
+for side in src tgt; do
+  grep -qx "${side}_vocab_size: 8000" "$ROOT/configs/tvsub-zh-en-transformer/train.yaml"
+  head -n 7996 "$WORK/run/vocab.$side" > "$WORK/run/vocab.$side.kept"
+  mv "$WORK/run/vocab.$side.kept" "$WORK/run/vocab.$side"
+done
 for side in src tgt; do bzip2 -9 -c "$WORK/data/train.$side" > "$PACK/train.$side.bz2"; done
 cp "$WORK/data/dev.src" "$WORK/data/dev.ref0" "$WORK/data/src.spm.model" "$WORK/data/tgt.spm.model" \
   "$WORK/data/prep.json" "$WORK/run/vocab.src" "$WORK/run/vocab.tgt" "$PACK/"
