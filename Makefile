@@ -16,7 +16,7 @@ DATA ?= ../shared/data
 TVSUB := $(DATA)/tvsub-zh-en
 M30K := $(DATA)/multi30k-de-en
 
-.PHONY: setup setup-eole setup-hf run test test-eole test-hf test-fast reproduce bench golden clean-venv
+.PHONY: setup setup-eole setup-hf run test test-eole test-hf test-fast reproduce reproduce-transformer bench golden clean-venv
 
 setup: $(STAMP)
 
@@ -70,6 +70,16 @@ reproduce: setup
 	  --dev-src $(M30K)/val.de --dev-refs $(M30K)/val.en \
 	  --test-src $(M30K)/test_2016_flickr.de --test-refs $(M30K)/test_2016_flickr.en \
 	  --out results/multi30k-de-en --notes "$(MODEL_NOTE)"
+
+# the same TVsub tables on the paper-size Transformer (models/tvsub-zh-en-transformer, trained with
+# scripts/train_tvsub_transformer.sh: docs/reproduction.md), written to results/tvsub-zh-en-transformer
+reproduce-transformer: setup
+	$(BIN)/python scripts/reproduce.py --name tvsub-zh-en-transformer \
+	  --config configs/tvsub-zh-en-transformer/translate.yaml \
+	  --dev-src $(TVSUB)/dev.zh --dev-refs $(TVSUB)/dev.en \
+	  --test-src $(TVSUB)/test.zh --test-refs $(TVSUB)/test.ref0.en $(TVSUB)/test.ref1.en $(TVSUB)/test.ref2.en \
+	  --out results/tvsub-zh-en-transformer --unescape-moses \
+	  --notes "The same tables on the shipped LSTM: [TVsub Chinese-English](../README.md)."
 
 # decoding speed and work per decoder call (aten ops; CUDA kernels, host syncs on a GPU) against stock OpenNMT-py,
 # side by side, on the first 200 dev sentences of each of BENCH_MODELS (scripts/bench.py --config names: tvsub,

@@ -2,14 +2,16 @@
 """Benchmark: optimal_beam_search beside transformers' own beam search (onmt_optimal/hf/bench.py says what and how).
 
     python scripts/bench_hf.py [--lines 64] [--beams 1,5,10] [--batches 1,16] [--rounds 3] [--models marian,gpt2] [--length-penalties 0,1]
+        [--device cpu|cuda] [--model-dir models/multi30k-de-en-hf --src DEV.de] [--max-seconds S]
+
+Without --model-dir the models are trained on the synthetic task in the run; with it, the Multi30k models there
+(scripts/train_hf_multi30k.py) decode the first --lines sentences of --src.
 
 Writes benchmarks/RESULTS-hf.md and benchmarks/RESULTS-hf.json (or --out PATH.md and its .json).
 """
 import argparse
 import sys
 from pathlib import Path
-
-from onmt_optimal.hf import bench
 
 
 def main(argv=None) -> int:
@@ -22,8 +24,21 @@ def main(argv=None) -> int:
     p.add_argument("--train-steps", type=int, default=400)
     p.add_argument("--models", default="marian,gpt2")
     p.add_argument("--length-penalties", default="0,1")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--model-dir", type=Path, help="trained models (DIR/marian, DIR/gpt2) instead of the synthetic task")
+    p.add_argument("--src", type=Path, help="with --model-dir: the source sentences, one a line")
+    p.add_argument("--max-seconds", type=float, help="start no row after this many seconds (the rows done are written)")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "benchmarks" / "RESULTS-hf.md")
     args = p.parse_args(argv)
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            p.error("--device cuda: torch sees no CUDA device here")
+    try:
+        from onmt_optimal.hf import bench
+    except ImportError as err:
+        p.error(f"transformers and tokenizers are needed (requirements-hf.txt): {err}")
     try:
         beams = [int(x) for x in args.beams.split(",")]
         batches = [int(x) for x in args.batches.split(",")]
@@ -34,9 +49,22 @@ def main(argv=None) -> int:
         p.error("--models takes marian and/or gpt2")
     if not args.out.parent.is_dir():
         p.error(f"--out {args.out}: directory {args.out.parent} does not exist")
+    src = None
+    if args.model_dir is not None:
+        missing = [m for m in models if not (args.model_dir / m / "config.json").is_file()]
+        if missing:
+            p.error(f"--model-dir {args.model_dir}: no {' or '.join(missing)} model there "
+                    "(scripts/train_hf_multi30k.py)")
+        if args.src is None:
+            p.error("--model-dir needs --src")
+        try:
+            src = [line.strip() for line in args.src.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, UnicodeDecodeError) as err:
+            p.error(f"--src {args.src}: {err}")
     results = bench.run(args.lines, beams, batches, args.rounds, args.max_new_tokens, args.train_steps, models,
                         [float(x) for x in args.length_penalties.split(",")],
-                        log=lambda line: print(line, file=sys.stderr, flush=True))
+                        log=lambda line: print(line, file=sys.stderr, flush=True), model_dir=args.model_dir,
+                        src=src, device=args.device, max_seconds=args.max_seconds)
     bench.write(results, args.out)
     print(bench.render(results))
     return 0

@@ -11,7 +11,8 @@ Steps, in order (every count lands in ``OUT/prep.json``):
    sources (after the same normalisation);
 5. draw a deterministic random subsample of ``--max-train`` pairs (``--seed``),
    written in the sampled (shuffled) order;
-6. learn one SentencePiece model per side on that subsample.
+6. learn one SentencePiece model per side on that subsample (or, with ``--spm-from DIR``, copy
+   ``DIR/src.spm.model`` and ``DIR/tgt.spm.model``: the same segmentation as an existing model).
 
 Outputs in ``OUT``: ``train.src``/``train.tgt`` (the subsample), ``dev.src``,
 ``dev.ref0..``, ``test.src``, ``test.ref0..`` (raw, unescaped when asked, ready
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -60,6 +62,8 @@ def build_parser():
                    help="SentencePiece model type")
     p.add_argument("--spm-max-sentences", type=int, default=1000000,
                    help="at most this many sentences are sampled to train SentencePiece")
+    p.add_argument("--spm-from", metavar="DIR",
+                   help="copy DIR/src.spm.model and DIR/tgt.spm.model instead of learning SentencePiece models")
     p.add_argument("--unescape-moses", action="store_true",
                    help="undo Moses escapes (&apos; &quot; &amp; ... and @-@) on every side")
     p.add_argument("--seed", type=int, default=1234, help="seed for subsampling and SentencePiece")
@@ -69,6 +73,10 @@ def build_parser():
 def main(argv=None):
     """Run the preparation and print a short summary."""
     args = build_parser().parse_args(argv)
+    if args.spm_from:
+        missing = [f for f in ("src.spm.model", "tgt.spm.model") if not os.path.isfile(os.path.join(args.spm_from, f))]
+        if missing:
+            sys.exit(f"error: --spm-from {args.spm_from}: no {' or '.join(missing)}")
     t0 = time.time()
     os.makedirs(args.out, exist_ok=True)
     counts = {}
@@ -108,8 +116,12 @@ def main(argv=None):
     tgt_vocab = args.tgt_vocab_size or args.vocab_size
     for side, path, size, cov in (("src", train_src, src_vocab, args.src_coverage),
                                   ("tgt", train_tgt, tgt_vocab, args.tgt_coverage)):
-        train_spm(path, os.path.join(args.out, f"{side}.spm"), size, cov,
-                  args.spm_type, args.seed, args.spm_max_sentences)
+        if args.spm_from:
+            shutil.copyfile(os.path.join(args.spm_from, f"{side}.spm.model"),
+                            os.path.join(args.out, f"{side}.spm.model"))
+        else:
+            train_spm(path, os.path.join(args.out, f"{side}.spm"), size, cov,
+                      args.spm_type, args.seed, args.spm_max_sentences)
 
     info = {
         "args": vars(args),
@@ -133,7 +145,7 @@ def main(argv=None):
           f"= {c['after_filtering']}; wrote {c['train_written']} "
           f"({c['train_src_tokens']} src / {c['train_tgt_tokens']} tgt tokens)")
     print(f"dev: {c['dev']} x {c['dev_refs']} ref(s); test: {c['test']} x {c['test_refs']} ref(s)")
-    print(f"spm: src {src_vocab}, tgt {tgt_vocab} ({args.spm_type}); "
+    print(f"spm: {'copied from ' + args.spm_from if args.spm_from else f'src {src_vocab}, tgt {tgt_vocab} ({args.spm_type})'}; "
           f"out: {args.out} ({info['seconds']} s)")
     return info
 

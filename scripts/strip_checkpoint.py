@@ -6,7 +6,10 @@ about twice the size of the parameters).  Translation needs everything but ``opt
 Loading uses ``weights_only=True`` with ``argparse.Namespace`` allow-listed, which is what
 torch >= 2.6 requires for OpenNMT checkpoints.
 
-    python scripts/strip_checkpoint.py IN.pt OUT.pt
+    python scripts/strip_checkpoint.py [--half] IN.pt OUT.pt
+
+``--half`` also stores the floating-point weights as fp16 (half the size); OpenNMT-py casts them to its
+``-precision`` on loading (fp32 by default).
 """
 
 import argparse
@@ -24,6 +27,24 @@ def load_checkpoint(path):
 def strip_optimizer(checkpoint):
     """Return a shallow copy of ``checkpoint`` without its ``optim`` entry."""
     return {k: v for k, v in checkpoint.items() if k != "optim"}
+
+
+def halve(checkpoint):
+    """Return a shallow copy of ``checkpoint`` whose ``model`` and ``generator`` floating-point tensors are fp16.
+
+    Tensors that are views of the same memory (tied weights) stay one tensor, so the file keeps one copy.
+    """
+    out, halves = dict(checkpoint), {}
+    for key in ("model", "generator"):
+        if out.get(key) is not None:
+            state = {}
+            for name, t in out[key].items():
+                if t.is_floating_point():
+                    view = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t.stride())
+                    t = halves.setdefault(view, t.half())
+                state[name] = t
+            out[key] = state
+    return out
 
 
 def count_parameters(checkpoint):
@@ -47,10 +68,13 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", help="OpenNMT checkpoint (.pt)")
     p.add_argument("output", help="where to write the stripped checkpoint")
+    p.add_argument("--half", action="store_true", help="store the floating-point weights as fp16")
     args = p.parse_args(argv)
 
     ckpt = load_checkpoint(args.input)
     stripped = strip_optimizer(ckpt)
+    if args.half:
+        stripped = halve(stripped)
     torch.save(stripped, args.output)
     print(f"{args.input} ({os.path.getsize(args.input) / 1e6:.1f} MB, keys {sorted(ckpt)}) -> "
           f"{args.output} ({os.path.getsize(args.output) / 1e6:.1f} MB, keys {sorted(stripped)}); "

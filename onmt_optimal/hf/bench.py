@@ -1,11 +1,15 @@
 """The transformers benchmark: ``optimal_beam_search`` beside transformers' own beam search on the same model.
 
-Models: a Marian encoder-decoder and a GPT-2 decoder, trained here for a few hundred steps on a synthetic
+Models: a Marian encoder-decoder and a GPT-2 decoder, either trained here for a few hundred steps on a synthetic
 task (source letters ``a..p``, each mapped to one upper-case letter, or two for ``i..p``) with a word-level
-tokenizer trained by ``tokenizers``: small, but real models whose beams end at different steps.
+tokenizer trained by ``tokenizers``: small, but real models whose beams end at different steps; or, with
+``model_dir``, the Multi30k German-English models of ``onmt_optimal.hf.bench_models`` (translation-like outputs),
+decoding the first ``lines`` sentences of ``src``.
 
 Per model, beam size ``b`` and batch size, over the same inputs, each decode timed as the CPU time of the
-decoding thread (``time.thread_time``: the machine's other jobs do not count), rounds alternating the order:
+decoding thread on the CPU (``time.thread_time``: the machine's other jobs do not count), as wall time between
+two ``torch.cuda.synchronize`` on CUDA, rounds alternating the order (one untimed decode first warms the
+device up):
 
 * ``hf``: transformers' default beam search (``early_stopping=False``; at ``b = 1`` its greedy search);
 * ``hf-never``: transformers' exact beam search (``early_stopping="never"``);
@@ -32,6 +36,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel, PreTrainedTokenizerFast
 
+from onmt_optimal.hf import bench_models
 from onmt_optimal.hf.generate import optimal_beam_search
 
 LETTERS = "abcdefghijklmnop"
@@ -53,10 +58,18 @@ class Model:
     model: torch.nn.Module
     tokenizer: PreTrainedTokenizerFast
     decoder_only: bool
+    separator: str = "="
 
     def inputs(self, lines: list[str]) -> dict:
-        lines = [f"{line} =" for line in lines] if self.decoder_only else lines
-        return dict(self.tokenizer(lines, return_tensors="pt", padding=True))
+        lines = [f"{line} {self.separator}" for line in lines] if self.decoder_only else lines
+        device = self.model.device
+        return {k: v.to(device) for k, v in self.tokenizer(lines, return_tensors="pt", padding=True).items()}
+
+
+def load(model_dir: Path, name: str, device: str) -> Model:
+    """``model_dir/name`` as written by ``scripts/train_hf_multi30k.py`` (``bench_models.save``)."""
+    model, tok = bench_models.load(model_dir / name)
+    return Model(name, model.to(device), tok, name == "gpt2", "<sep>")
 
 
 def _tokenizer(decoder_only: bool) -> PreTrainedTokenizerFast:
@@ -129,11 +142,11 @@ def decode(m: Model, lines: list[str], variant: str, beam: int, batch: int, max_
             chunk = lines[i:i + batch]
             inputs = m.inputs(chunk)
             calls[0] = 0
-            start = time.thread_time()
+            start = clock(m.model.device)
             out = m.model.generate(**inputs, num_beams=beam, max_new_tokens=max_new_tokens,
                                    length_penalty=length_penalty, return_dict_in_generate=True, output_scores=not variant.startswith("optimal"),
                                    **VARIANTS[variant])
-            seconds += time.thread_time() - start
+            seconds += clock(m.model.device) - start
             if variant.startswith("optimal"):
                 steps += [s["steps"] for s in out.search_stats]
             else:
@@ -146,53 +159,97 @@ def decode(m: Model, lines: list[str], variant: str, beam: int, batch: int, max_
     return seconds, scores, steps, texts
 
 
+def clock(device: torch.device) -> float:
+    """Seconds: the decoding thread's CPU time on the CPU; wall time after the queued kernels finish on CUDA."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        return time.perf_counter()
+    return time.thread_time()
+
+
 def run(lines: int = 64, beams=(1, 5, 10), batches=(1, 16), rounds: int = 3, max_new_tokens: int = 48,
-        train_steps: int = 400, models_=("marian", "gpt2"), length_penalties=(0.0, 1.0), log=print) -> dict:
+        train_steps: int = 400, models_=("marian", "gpt2"), length_penalties=(0.0, 1.0), log=print,
+        model_dir: Path | None = None, src: list[str] | None = None, device: str = "cpu",
+        max_seconds: float | None = None) -> dict:
+    """The table's rows; with ``max_seconds``, no row starts after that many seconds (the rows done are kept)."""
+    began = time.monotonic()
     torch.set_num_threads(1)
-    src = sources(lines, seed=7)
+    if model_dir is None:
+        src = sources(lines, seed=7)
+    else:
+        src = src[:lines]
+        lines = len(src)
     results = {"lines": lines, "rounds": rounds, "max_new_tokens": max_new_tokens, "train_steps": train_steps,
-               "torch": torch.__version__, "clock": "thread_time", "rows": []}
+               "torch": torch.__version__, "device": device,
+               "clock": "perf_counter, cuda.synchronize" if device == "cuda" else "thread_time",
+               "models_from": str(model_dir) if model_dir is not None else None, "rows": []}
     import transformers
 
     results["transformers"] = transformers.__version__
+    if device == "cuda":
+        results["gpu"] = torch.cuda.get_device_name(0)
+    loaded = {}
     for name in models_:
-        log(f"training {name} ({train_steps} steps)")
-        m = train(name == "gpt2", train_steps)
-        for lp, beam, batch in ((lp, beam, batch) for lp in length_penalties for beam in beams for batch in batches):
-            if True:
-                times = {v: [] for v in VARIANTS}
-                answers = {}
-                for r in range(rounds):
-                    order = list(VARIANTS) if r % 2 == 0 else list(reversed(VARIANTS))
-                    for variant in order:
-                        seconds, scores, steps, texts = decode(m, src, variant, beam, batch, max_new_tokens, lp)
-                        times[variant].append(seconds)
-                        answers[variant] = (scores, steps, texts)
-                row = {"model": name, "length_penalty": lp, "beam": beam, "batch": batch}
-                for variant in VARIANTS:
-                    best = min(times[variant])
-                    row[f"{variant}_sent_per_s"] = lines / best
-                    row[f"{variant}_steps"] = statistics.mean(answers[variant][1])
-                row["optimal_over_hf"] = row["optimal_sent_per_s"] / row["hf_sent_per_s"]
-                row["optimal_over_hf_never"] = row["optimal_sent_per_s"] / row["hf-never_sent_per_s"]
-                row["drop_over_hf"] = row["optimal-drop_sent_per_s"] / row["hf_sent_per_s"]
-                if beam > 1:
-                    certified, default = answers["optimal"][0], answers["hf"][0]
-                    row["hf_worse"] = sum(d < c for d, c in zip(default, certified))
-                    row["same_as_hf_never"] = answers["optimal"][2] == answers["hf-never"][2]
-                log(json.dumps(row))
-                results["rows"].append(row)
+        if model_dir is None:
+            log(f"training {name} ({train_steps} steps)")
+            m = train(name == "gpt2", train_steps)
+            m.model.to(device)
+        else:
+            m = load(model_dir, name, device)
+        decode(m, src[:max(batches)], "hf", max(beams), max(batches), max_new_tokens, 0.0)  # warm-up, untimed
+        loaded[name] = m
+    # the models alternate row by row, so that a time limit leaves out the same settings of each
+    settings = [(lp, beam, batch, name) for lp in length_penalties for beam in beams for batch in batches
+                for name in models_]
+    for lp, beam, batch, name in settings:
+        m = loaded[name]
+        if max_seconds is not None and time.monotonic() - began > max_seconds:
+            log(f"stopping: {max_seconds:g} s passed; {name} lp {lp:g} b {beam} batch {batch} and later rows left out")
+            results["truncated"] = True
+            break
+        times = {v: [] for v in VARIANTS}
+        answers = {}
+        for r in range(rounds):
+            order = list(VARIANTS) if r % 2 == 0 else list(reversed(VARIANTS))
+            for variant in order:
+                seconds, scores, steps, texts = decode(m, src, variant, beam, batch, max_new_tokens, lp)
+                times[variant].append(seconds)
+                answers[variant] = (scores, steps, texts)
+        row = {"model": name, "length_penalty": lp, "beam": beam, "batch": batch}
+        for variant in VARIANTS:
+            best = min(times[variant])
+            row[f"{variant}_sent_per_s"] = lines / best
+            row[f"{variant}_steps"] = statistics.mean(answers[variant][1])
+        row["optimal_over_hf"] = row["optimal_sent_per_s"] / row["hf_sent_per_s"]
+        row["optimal_over_hf_never"] = row["optimal_sent_per_s"] / row["hf-never_sent_per_s"]
+        row["drop_over_hf"] = row["optimal-drop_sent_per_s"] / row["hf_sent_per_s"]
+        if beam > 1:
+            certified, default = answers["optimal"][0], answers["hf"][0]
+            row["hf_worse"] = sum(d < c for d, c in zip(default, certified))
+            row["same_as_hf_never"] = answers["optimal"][2] == answers["hf-never"][2]
+        log(json.dumps(row))
+        results["rows"].append(row)
+    results["rows"].sort(key=lambda r: list(models_).index(r["model"]))  # by model, each in the order above
     return results
 
 
 def render(results: dict) -> str:
+    cuda = results.get("device") == "cuda"
+    where = f"CUDA, {results.get('gpu', 'GPU')}" if cuda else "CPU"
+    clock = "wall time, CUDA synchronized" if cuda else "CPU time of the decoding thread"
+    if results.get("models_from"):
+        what = (f"the first {results['lines']} Multi30k dev sentences (German), models trained on Multi30k "
+                f"German-English ({results['models_from']}; scripts/train_hf_multi30k.py)")
+    else:
+        what = (f"{results['lines']} inputs of the synthetic task, models trained {results['train_steps']} steps "
+                "(onmt_optimal/hf/bench.py)")
     lines = [
-        "# optimal_beam_search beside transformers' beam search (CPU)",
+        f"# optimal_beam_search beside transformers' beam search ({where})",
         "",
-        f"transformers {results['transformers']}, torch {results['torch']}, one thread; {results['lines']} "
-        f"inputs of the synthetic task, max_new_tokens {results['max_new_tokens']}, best of "
-        f"{results['rounds']} rounds (CPU time of the decoding thread). Models trained "
-        f"{results['train_steps']} steps (onmt_optimal/hf/bench.py). `hf`: transformers' default beam search "
+        f"transformers {results['transformers']}, torch {results['torch']}, one CPU thread; {what}, "
+        f"max_new_tokens {results['max_new_tokens']}, best of {results['rounds']} rounds ({clock})"
+        f"{'; stopped early at its time limit, rows after the last are missing' if results.get('truncated') else ''}. "
+        "`hf`: transformers' default beam search "
         "(early_stopping=False; greedy search at b = 1); `hf-never`: its exact beam search; `optimal`: "
         "custom_generate=optimal_beam_search, stopping='optimal' (`-drop`: drop_finished=True); lp: transformers' length_penalty (its default "
         "1.0; 0: the log-probability), the score of all three. Steps: decoder steps per sentence (transformers: its batch's). `hf worse`: inputs where the "
