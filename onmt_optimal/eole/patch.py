@@ -167,7 +167,11 @@ def _built(stock_build, cls, args):
 
     from onmt_optimal.eole import options
 
+    from onmt_optimal import yaml_guard
+
     path = getattr(args, "config", None)
+    if path is not None:
+        yaml_guard.check("-config", path)
     try:
         return stock_build(cls, args)
     except OSError as err:
