@@ -11,8 +11,8 @@ loads no adapter. ``ONMT_OPTIMAL_DISABLE`` set to a true value (``1``, ``true``,
 gives the stock toolkits in a process; ``0``, ``false``, ``no``, ``off`` or an empty value keep the plugin on.
 ``withdraw`` takes the finder out again (stock OpenNMT-py for comparisons: ``onmt_optimal.opennmt.stock``).
 
-In a toolkit's command (``onmt_translate``, ``eole``, ``onmt-optimal``: ``sys.argv[0]``, set before the .pth
-runs) ``boot`` also makes a Ctrl-C that no code caught (one that arrives while the command's modules import,
+In a toolkit's command (``onmt_translate``, ``eole``, ``onmt-optimal`` or ``python -m onmt_optimal``:
+``sys.argv``, set before the .pth runs) ``boot`` also makes a Ctrl-C that no code caught (one that arrives while the command's modules import,
 before ``failures.run`` takes over) one line, ``PROG: error: interrupted (Ctrl-C)``, instead of a traceback
 (``_one_line_interrupt``); the process still ends as killed by SIGINT. Any other process is left as it was.
 
@@ -122,6 +122,9 @@ def _command() -> str | None:
     """The program name of this process if it is one of ``COMMANDS`` (with eole's subcommand), else None."""
     argv = getattr(sys, "argv", None) or [""]
     name = os.path.basename(argv[0])
+    orig = getattr(sys, "orig_argv", [])
+    if argv[0] == "-m" and "-m" in orig and orig[orig.index("-m") + 1:][:1] == ["onmt_optimal"]:
+        name = "onmt-optimal"  # python -m onmt_optimal (sys.argv[0] is "-m" until the module runs)
     if name not in COMMANDS:
         return None
     if name != "onmt_translate" and len(argv) > 1 and not argv[1].startswith("-"):

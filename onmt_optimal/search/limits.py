@@ -6,8 +6,9 @@ returns a one-line complaint (the option named by the caller's ``name``), or Non
 ``T`` is the largest output length (the toolkit's ``max_length``). The invariants, from float32's largest
 finite value ``FLOAT32_MAX = (2 - 2**-23) * 2**127``:
 
-* a length reward ``r`` (Sec. 4: ``log p + r * min(l, |y|)``, ``|y| <= T``) keeps ``r * T <= FLOAT32_MAX / 2``:
-  every reward term is finite, and so is the sum of two of them (a score and what a bound adds on top of it);
+* a length reward ``r`` (Sec. 4: ``log p + r * min(l, |y|)``, ``|y| <= T``) keeps ``r * T <= FLOAT32_MAX / 4``:
+  every reward term is finite, and so is the sum of two of them (a score and what a bound adds on top of it),
+  each rounded up to float32 (a factor of 2 for the sum, one for the roundings);
 * a length penalty ``lp(n, alpha)`` (OpenNMT-py's ``avg`` ``n ** alpha`` and ``wu`` ``((5 + n) / 6) ** alpha``,
   transformers' ``n ** length_penalty``) keeps ``lp(T, alpha)`` and ``1 / lp(T, alpha)`` at most
   ``sqrt(FLOAT32_MAX)``: a normalized score ``log p / lp`` is then finite for every ``|log p|`` up to
@@ -37,16 +38,16 @@ def _is_number(value) -> bool:
 
 def largest_reward(T: int) -> float:
     """The largest length reward whose every term ``r * |y|`` (``|y| <= T``) leaves room for a second one."""
-    return FLOAT32_MAX / 2 / max(int(T), 1)
+    return FLOAT32_MAX / 4 / max(int(T), 1)
 
 
 def reward_error(name: str, reward, T: int | None) -> str | None:
-    """A length reward: a finite number >= 0 with ``reward * T <= FLOAT32_MAX / 2``."""
+    """A length reward: a finite number >= 0 with ``reward * T <= FLOAT32_MAX / 4``."""
     if not _is_number(reward) or not math.isfinite(reward) or reward < 0:
         return f"{name} must be a finite number >= 0 (got {reward!r})"
     if T is not None and reward > largest_reward(T):
         return (f"{name} {reward:g} is too large for float32 scores: {name} * max_length ({T}) must stay below "
-                f"half of float32's largest value, so at most {largest_reward(T):.6g}")
+                f"a quarter of float32's largest value, so at most {largest_reward(T):.6g}")
     return None
 
 
