@@ -12,9 +12,10 @@ gives the stock toolkits in a process; ``0``, ``false``, ``no``, ``off`` or an e
 ``withdraw`` takes the finder out again (stock OpenNMT-py for comparisons: ``onmt_optimal.opennmt.stock``).
 
 In a toolkit's command (``onmt_translate``, ``eole``, ``onmt-optimal`` or ``python -m onmt_optimal``:
-``sys.argv``, set before the .pth runs) ``boot`` also makes a Ctrl-C that no code caught (one that arrives while the command's modules import,
-before ``failures.run`` takes over) one line, ``PROG: error: interrupted (Ctrl-C)``, instead of a traceback
-(``_one_line_interrupt``); the process still ends as killed by SIGINT. Any other process is left as it was.
+``sys.argv``, set before the .pth runs) ``boot`` also makes a Ctrl-C that no code caught (one that arrives
+while the command's modules import, before ``failures.run`` takes over) one line, ``PROG: error: interrupted
+(Ctrl-C)``, instead of a traceback (``_one_line_interrupt``); the process still ends as killed by SIGINT. Any
+other process is left as it was.
 
 Each patch may run any number of times (a toolkit's modules imported afresh are patched again): it ``mark``s
 every function or class it puts in the toolkit's place and leaves an attribute that is already ``ours`` as it is.

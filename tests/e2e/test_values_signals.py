@@ -73,9 +73,10 @@ def test_statistics_are_strict_json_at_the_largest_reward(our_worker, toy_model,
     assert len(records) == 6 and all(isinstance(r["score"], float) for r in records)
 
 
+#: 9**6 values (a few MB once expanded: enough to be refused, small enough for the code it guards against)
 BOMB = "\n".join([
     'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
-    *[f"{n}: &{n} [{','.join(['*' + p] * 9)}]" for p, n in zip("abcdefgh", "bcdefghi")],
+    *[f"{n}: &{n} [{','.join(['*' + p] * 9)}]" for p, n in zip("abcde", "bcdef")],
 ]) + "\n"
 
 

@@ -15,12 +15,8 @@ EXAMPLES = [4, 5, 6]
 
 BAD = [
     (dict(length_reward=1e39), "length_reward 1e+39 is too large"),
-    (dict(length_reward=math.nan), "length_reward must be a finite number"),
-    (dict(length_reward=math.inf), "length_reward must be a finite number"),
     (dict(length_reward=True), "length_reward must be a finite number"),
-    (dict(length_reward="1"), "length_reward must be a finite number"),
     (dict(length_reward=1.0, length_ratio=1e38), "length_ratio 1e+38 is too large"),
-    (dict(length_reward=1.0, length_ratio=math.nan), "length_ratio must be a finite number"),
     (dict(length_penalty=math.nan), "length_penalty must be a finite number"),
     (dict(length_penalty=math.inf), "length_penalty must be a finite number"),
     (dict(length_penalty=-1000.0), "length_penalty must be between"),
@@ -28,7 +24,6 @@ BAD = [
     (dict(stopping=None), "stopping must be one of"),
     (dict(stopping={"optimal": 1}), "stopping must be one of"),
     (dict(bp_norm="yes", length_ratio=1.0), "bp_norm must be True or False"),
-    (dict(bound=["exact"]), "bound must be one of"),
 ]
 
 
