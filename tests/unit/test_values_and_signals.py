@@ -156,13 +156,16 @@ def test_sighup_ends_a_run_as_one_line_with_status_129(capsys):
         os.kill(os.getpid(), signal.SIGHUP)  # the handler runs before the next line
         raise AssertionError("SIGHUP did not stop the run")
 
-    before = signal.getsignal(signal.SIGHUP)
-    with pytest.raises(SystemExit) as done:
-        failures.run("prog", main)
+    before = signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as from a terminal (nohup would ignore it)
+    try:
+        with pytest.raises(SystemExit) as done:
+            failures.run("prog", main)
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGHUP, before)
     assert done.value.code == 129
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("prog: error: hung up (SIGHUP")
-    assert signal.getsignal(signal.SIGHUP) is before
 
 
 def test_an_ignored_sighup_stays_ignored():
