@@ -155,16 +155,30 @@ def test_sighup_during_a_decode_is_one_line_and_loses_nothing(toy_model, corpus,
     assert out.read_text() == "earlier\n" and stats.read_text() == "{}\n" and partials(tmp_path) == []
 
 
+def wait_for_torch(proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until the process has loaded torch's library: its modules are importing (an earlier SIGINT would find an
+    interpreter that has not yet installed its handler, and end it silently)."""
+    deadline = time.time() + timeout
+    while proc.poll() is None and time.time() < deadline:
+        try:
+            if "libtorch" in Path(f"/proc/{proc.pid}/maps").read_text():
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise AssertionError("the process never loaded torch")
+
+
 def test_ctrl_c_while_onmt_translate_starts_is_one_line(toy_model, corpus, tmp_path):
-    """Before: a KeyboardInterrupt traceback from whatever module was importing. Ctrl-C in the first second
-    lands while torch and OpenNMT-py import (before ``failures.run``); the process then ends as killed by
+    """Before: a KeyboardInterrupt traceback from whatever module was importing. Ctrl-C once torch's library is
+    loaded lands while torch and OpenNMT-py import (before ``failures.run``); the process then ends as killed by
     SIGINT (a shell reports 130 either way)."""
     out = tmp_path / "out.txt"
     out.write_text("earlier\n")
     proc = subprocess.Popen([ONMT_TRANSLATE, "-model", toy_model, "-src", corpus["src"], "-output", out],
                             env=ENV, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
                             preexec_fn=as_from_a_terminal)
-    time.sleep(0.5)
+    wait_for_torch(proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode in (130, -signal.SIGINT), stderr[-3000:]

@@ -100,15 +100,29 @@ def test_sighup_during_a_decode_is_one_line_and_loses_nothing(encoder_decoder, l
     assert out.read_text() == "earlier\n" and stats_file.read_text() == "{}\n" and partials(tmp_path) == []
 
 
+def wait_for_torch(proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until the process has loaded torch's library: its modules are importing (an earlier SIGINT would find an
+    interpreter that has not yet installed its handler, and end it silently)."""
+    deadline = time.time() + timeout
+    while proc.poll() is None and time.time() < deadline:
+        try:
+            if "libtorch" in Path(f"/proc/{proc.pid}/maps").read_text():
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise AssertionError("the process never loaded torch")
+
+
 def test_ctrl_c_while_eole_predict_starts_is_one_line(encoder_decoder, src, tmp_path):
-    """Ctrl-C half a second in lands while torch and eole import, before ``failures.run``: one line, and the
-    process ends as killed by SIGINT (a shell reports 130 either way)."""
+    """Ctrl-C while torch and eole import, before ``failures.run``: one line, and the process ends as killed
+    by SIGINT (a shell reports 130 either way)."""
     out = tmp_path / "out.txt"
     out.write_text("earlier\n")
     proc = subprocess.Popen([EOLE, "predict", "-model_path", encoder_decoder, "-src", src, "-output", out],
                             env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(0.5)
+    wait_for_torch(proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode in (130, -signal.SIGINT), stderr[-3000:]
