@@ -165,9 +165,8 @@ def _built(stock_build, cls, args):
     import yaml
     from pydantic import ValidationError
 
-    from onmt_optimal.eole import options
-
     from onmt_optimal import yaml_guard
+    from onmt_optimal.eole import options
 
     path = getattr(args, "config", None)
     if path is not None:

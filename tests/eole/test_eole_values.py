@@ -59,15 +59,14 @@ BOMB = "\n".join([
 ]) + "\n"
 
 
-@pytest.mark.parametrize("case", ["alias bomb", "stats_file mapping"])
-def test_a_pathological_yaml_config_is_one_line(ours, encoder_decoder, src, tmp_path, case):
-    """Before: a 5 MB error "line", or a MemoryError traceback, for the alias bomb."""
+def test_an_alias_bomb_config_is_one_line(ours, encoder_decoder, src, tmp_path):
+    """Before: a multi-megabyte error "line" (a larger bomb: a MemoryError traceback). (A mapping as a path,
+    ``stats_file: {a: 1}``, eole's pydantic fields refuse already.)"""
     config = tmp_path / "c.yaml"
-    head = f"model_path: {encoder_decoder}\nsrc: {src}\noutput: {tmp_path / 'out'}\n"
-    config.write_text(head + (BOMB if case == "alias bomb" else "stats_file: {a: 1}\n"))
+    config.write_text(f"model_path: {encoder_decoder}\nsrc: {src}\noutput: {tmp_path / 'out'}\n" + BOMB)
     done = ours.predict("-config", config)
     line = one_error_line(done.returncode, done.stderr, 2)
-    assert ("aliases expand" if case == "alias bomb" else "-stats_file") in line and len(line) < 400, line
+    assert "aliases expand" in line and len(line) < 400, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
 
 
