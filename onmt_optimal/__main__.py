@@ -103,40 +103,55 @@ def sweep(argv: list[str]) -> None:
     failures.run(f"{PROG} sweep", lambda: _sweep_ray(args) if args.ray_workers else _sweep(args))
 
 
+def _sweep_args(args) -> tuple[list[int], list[float], list[str], list[list[str]]]:
+    """The beam sizes, rewards and files of ``sweep``'s arguments, every one checked before a model loads
+    (``tool_args``; a --src of no line is refused: no row could be written)."""
+    from onmt_optimal import tool_args
+    from onmt_optimal.length_ratio import RatioError, read_corpus
+
+    beams, rewards = tool_args.parse_beams(args.beams), tool_args.parse_rewards(args.rewards)
+    tool_args.check_ratio(args.ratio)
+    tool_args.check_ray(args.ray_workers, args.ray_gpus_per_worker)
+    tool_args.check_out(args.out, args.src, args.refs, args.translate_args)
+    src_lines, refs = read_corpus(args.src, args.refs, args.unescape_moses)
+    if not src_lines:
+        raise RatioError(f"--src {args.src} has no line: there is nothing to sweep")
+    return beams, rewards, src_lines, refs
+
+
 def _sweep(args) -> None:
-    """The files read (and checked: UTF-8, one reference a source line) before the model loads."""
+    """The arguments and files read (and checked: UTF-8, one reference a source line) before the model loads."""
     import tempfile
 
-    from onmt_optimal.length_ratio import estimate_with_model, read_corpus
+    from onmt_optimal import tool_args
+    from onmt_optimal.length_ratio import estimate_with_model
     from onmt_optimal.sweep import paper_decoders, run_sweep
 
     un = args.unescape_moses
-    src_lines, refs = read_corpus(args.src, args.refs, un)
+    beams, rewards, src_lines, refs = _sweep_args(args)
     session = _session(args.translate_args)
-    rho = args.ratio or estimate_with_model(session, src_lines, refs).corpus
+    tool_args.parse_rewards(args.rewards, getattr(session.translator, "max_length", None))
+    rho = args.ratio if args.ratio is not None else estimate_with_model(session, src_lines, refs).corpus
     with tempfile.TemporaryDirectory() as tmp:
         src = args.src
         if un:  # the model reads a file: decode a cleaned copy
             src = str(Path(tmp) / "src")
             Path(src).write_text("".join(line + "\n" for line in src_lines), encoding="utf-8")
-        result = run_sweep(session, src, refs, parse_beams(args.beams),
-                           paper_decoders([float(r) for r in args.rewards.split(",")]), rho)
+        result = run_sweep(session, src, refs, beams, paper_decoders(rewards), rho)
     _write_sweep(args, result, rho)
 
 
 def _sweep_ray(args) -> None:
     from onmt_optimal.distributed.cluster import WorkerError
-    from onmt_optimal.length_ratio import read_corpus
     from onmt_optimal.opennmt.checkpoint import CheckpointError
     from onmt_optimal.options import OptionError
     from onmt_optimal.sweep import paper_decoders, run_sweep_ray
 
-    src_lines, refs = read_corpus(args.src, args.refs, args.unescape_moses)
+    beams, rewards, src_lines, refs = _sweep_args(args)
     try:
-        result, rho = run_sweep_ray([a for a in args.translate_args if a != "--"], src_lines, refs,
-                                    parse_beams(args.beams),
-                                    paper_decoders([float(r) for r in args.rewards.split(",")]), args.ratio,
-                                    args.ray_workers, args.ray_address, args.ray_gpus_per_worker)
+        result, rho = run_sweep_ray([a for a in args.translate_args if a != "--"], src_lines, refs, beams,
+                                    paper_decoders(rewards), args.ratio, args.ray_workers, args.ray_address,
+                                    args.ray_gpus_per_worker)
     except OptionError as err:
         sys.stderr.write(f"{PROG} sweep: error: {err}\n")
         raise SystemExit(2)
@@ -147,24 +162,28 @@ def _sweep_ray(args) -> None:
 
 
 def _write_sweep(args, result: dict, rho: float) -> None:
-    """``--out``, whole or not at all (``atomic``): a failed write leaves an earlier file as it was."""
+    """``--out``, whole or not at all (``atomic``), strict JSON: a failed write, or a result of no row, leaves an
+    earlier file as it was."""
     from onmt_optimal import atomic
+    from onmt_optimal.failures import Fault
 
+    if not result["rows"]:
+        raise Fault(f"the sweep gave no row; --out {args.out} was left as it was")
     result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho, "unescape_moses": args.unescape_moses}
+    text = json.dumps(result, indent=1, allow_nan=False) + "\n"
     with atomic.Outputs() as outputs:
         out = atomic.TextFile(outputs, "--out", args.out)
-        out.write(json.dumps(result, indent=1) + "\n")
+        out.write(text)
         out.close()
         outputs.commit()
     print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {args.out}")
 
 
 def parse_beams(spec: str) -> list[int]:
-    beams = []
-    for part in spec.split(","):
-        lo, _, hi = part.partition("-")
-        beams += list(range(int(lo), int(hi or lo) + 1))
-    return beams
+    """``--beams``' sizes (``tool_args.parse_beams``: an ``OptionError`` line for a bad one)."""
+    from onmt_optimal.tool_args import parse_beams as parse
+
+    return parse(spec)
 
 
 def install_hook(argv: list[str]) -> None:

@@ -1,17 +1,19 @@
 """How a command ends on a fault: one line on stderr and a non-zero exit status, never a traceback.
 
-``run(prog, main, describe)`` calls ``main()`` with SIGTERM turned into an exception (``Terminated``), so that a
-run stopped by Ctrl-C (SIGINT, ``KeyboardInterrupt``) or SIGTERM unwinds as one that failed: the outputs not
-yet committed are removed (``atomic``), every earlier file stays as it was. Then it ends the command:
+``run(prog, main, describe)`` calls ``main()`` with SIGTERM and SIGHUP (the terminal or SSH session that ran it
+closed) turned into an exception (``Terminated``), so that a run stopped by Ctrl-C (SIGINT,
+``KeyboardInterrupt``), SIGTERM or SIGHUP unwinds as one that failed: the outputs not yet committed are removed
+(``atomic``), every earlier file stays as it was. Then it ends the command:
 
 * a ``Fault`` (bad options, an unreadable input, a file that is no model) or an ``atomic.OutputError`` (a failed
   write): ``PROG: error: ...`` and the fault's ``status`` (2 for options, as argparse, 1 otherwise);
 * anything ``describe(err)`` puts in words (a toolkit's own errors): that line, status 1;
 * ``KeyboardInterrupt``: ``PROG: error: interrupted``, status 130 (128 + SIGINT, what a shell reports);
-* ``Terminated``: ``PROG: error: terminated``, status 143 (128 + SIGTERM).
+* ``Terminated``: ``PROG: error: terminated (SIGTERM)``, status 143 (128 + SIGTERM), or for SIGHUP
+  ``PROG: error: hung up (SIGHUP)``, status 129 (128 + SIGHUP).
 
-Any other exception is a bug and keeps its traceback. The previous SIGTERM handler is restored when ``main``
-returns (the test workers run many commands in one process). Nothing here imports a toolkit.
+Any other exception is a bug and keeps its traceback. The previous handlers are restored when ``main`` returns
+(the test workers run many commands in one process). Nothing here imports a toolkit.
 """
 from __future__ import annotations
 
@@ -30,11 +32,20 @@ class Fault(Exception):
 
 
 class Terminated(BaseException):
-    """SIGTERM arrived (a ``BaseException``, as ``KeyboardInterrupt``: no ``except Exception`` swallows it)."""
+    """SIGTERM or SIGHUP arrived (a ``BaseException``, as ``KeyboardInterrupt``: no ``except Exception`` swallows
+    it); ``signum``: which."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__(signum)
+        self.signum = signum
 
 
-def _on_sigterm(signum, frame):
-    raise Terminated()
+#: the signals ``run`` turns into ``Terminated``: what the command says, its exit status (128 + the signal)
+TERMINATING = {signal.SIGTERM: "terminated (SIGTERM)", signal.SIGHUP: "hung up (SIGHUP: its terminal closed)"}
+
+
+def _on_signal(signum, frame):
+    raise Terminated(signum)
 
 
 def fail(prog: str, message: str, status: int) -> None:
@@ -48,9 +59,10 @@ def fail(prog: str, message: str, status: int) -> None:
 def run(prog: str, main, describe=None):
     """``main()`` ended as the module docstring says. ``describe(err) -> str | None``: the line for other
     exceptions the caller knows (None: not one of them)."""
-    previous = None
+    previous = {}
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        previous = {signum: signal.signal(signum, _on_signal) for signum in TERMINATING
+                    if signal.getsignal(signum) is not signal.SIG_IGN}  # nohup's SIGHUP stays ignored
     try:
         return main()
     except (Fault, atomic.OutputError) as err:
@@ -59,9 +71,9 @@ def run(prog: str, main, describe=None):
     except KeyboardInterrupt:
         atomic.abort_all()
         fail(prog, "interrupted (Ctrl-C); output files were left as they were", 130)
-    except Terminated:
+    except Terminated as err:
         atomic.abort_all()
-        fail(prog, "terminated (SIGTERM); output files were left as they were", 143)
+        fail(prog, f"{TERMINATING[err.signum]}; output files were left as they were", 128 + err.signum)
     except Exception as err:
         atomic.abort_all()
         message = describe(err) if describe is not None else None
@@ -69,8 +81,9 @@ def run(prog: str, main, describe=None):
             raise
         fail(prog, message, 1)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            if handler is not None:  # (None: a handler not installed from Python, which cannot be put back)
+                signal.signal(signum, handler)
 
 
 def _quiet_stdout() -> None:

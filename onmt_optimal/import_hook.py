@@ -11,6 +11,12 @@ loads no adapter. ``ONMT_OPTIMAL_DISABLE`` set to a true value (``1``, ``true``,
 gives the stock toolkits in a process; ``0``, ``false``, ``no``, ``off`` or an empty value keep the plugin on.
 ``withdraw`` takes the finder out again (stock OpenNMT-py for comparisons: ``onmt_optimal.opennmt.stock``).
 
+In a toolkit's command (``onmt_translate``, ``eole``, ``onmt-optimal`` or ``python -m onmt_optimal``:
+``sys.argv``, set before the .pth runs) ``boot`` also makes a Ctrl-C that no code caught (one that arrives
+while the command's modules import, before ``failures.run`` takes over) one line, ``PROG: error: interrupted
+(Ctrl-C)``, instead of a traceback (``_one_line_interrupt``); the process still ends as killed by SIGINT. Any
+other process is left as it was.
+
 Each patch may run any number of times (a toolkit's modules imported afresh are patched again): it ``mark``s
 every function or class it puts in the toolkit's place and leaves an attribute that is already ``ours`` as it is.
 """
@@ -100,10 +106,45 @@ def boot() -> None:
     process first imports its toolkit (unless ``ONMT_OPTIMAL_DISABLE`` is true). Imports nothing itself."""
     if disabled():
         return
+    prog = _command()
+    if prog is not None:
+        _one_line_interrupt(prog)
     for top, adapter in ADAPTERS.items():
         if top not in _HOOKS and top not in sys.modules:
             _PENDING[top] = adapter
     _ensure_finder()
+
+
+#: console scripts (``sys.argv[0]``'s base name) whose uncaught Ctrl-C is one line
+COMMANDS = ("onmt_translate", "eole", "onmt-optimal")
+
+
+def _command() -> str | None:
+    """The program name of this process if it is one of ``COMMANDS`` (with eole's subcommand), else None."""
+    argv = getattr(sys, "argv", None) or [""]
+    name = os.path.basename(argv[0])
+    orig = getattr(sys, "orig_argv", [])
+    if argv[0] == "-m" and "-m" in orig and orig[orig.index("-m") + 1:][:1] == ["onmt_optimal"]:
+        name = "onmt-optimal"  # python -m onmt_optimal (sys.argv[0] is "-m" until the module runs)
+    if name not in COMMANDS:
+        return None
+    if name != "onmt_translate" and len(argv) > 1 and not argv[1].startswith("-"):
+        return f"{name} {argv[1]}"
+    return name
+
+
+def _one_line_interrupt(prog: str) -> None:
+    """``sys.excepthook`` writes an uncaught ``KeyboardInterrupt`` as one line; anything else as before."""
+    previous = sys.excepthook
+
+    def excepthook(kind, value, traceback):
+        if isinstance(kind, type) and issubclass(kind, KeyboardInterrupt):
+            sys.stderr.write(f"{prog}: error: interrupted (Ctrl-C)\n")
+            sys.stderr.flush()
+            return
+        previous(kind, value, traceback)
+
+    sys.excepthook = excepthook
 
 
 def install(hooks: dict, load_patch, before_apply=None) -> None:

@@ -12,13 +12,12 @@ Registering the flags on a toolkit's command line is the adapter's business (``o
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 from dataclasses import dataclass, fields
 
 from onmt_optimal.failures import Fault
-from onmt_optimal.search import registry
+from onmt_optimal.search import limits, registry
 from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.registry import STOPPING_RULES
 from onmt_optimal.search.scoring import BOUNDS, ScoringRule
@@ -277,6 +276,27 @@ def world_size_error(world_size: int) -> OptionError:
         f"(with -gpu 0 for one GPU per worker)")
 
 
+def _max_length(opt) -> int | None:
+    max_length = getattr(opt, "max_length", None)
+    return max_length if isinstance(max_length, int) and max_length >= 1 else None
+
+
+def _check_numbers(opt, flags: Flags) -> None:
+    """The numbers of the score, each a finite float32-safe value (``search.limits``): -length_reward and
+    -length_ratio always; with our flags on, also -alpha (under -length_penalty avg|wu) and -beta, which stock
+    takes as they are (a NaN makes every hypothesis NaN; our statistics must stay numbers)."""
+    T = _max_length(opt)
+    problems = [limits.reward_error("-length_reward", flags.length_reward, T),
+                limits.ratio_error("-length_ratio", flags.length_ratio)]
+    if flags.active:
+        kind = getattr(opt, "length_penalty", "none")
+        problems += [limits.exponent_error("-alpha", getattr(opt, "alpha", 0.0), kind, T),
+                     limits.finite_error("-beta", getattr(opt, "beta", 0.0))]
+    for problem in problems:
+        if problem is not None:
+            raise OptionError(problem)
+
+
 def validate(opt) -> None:
     """Raise ``OptionError`` for any value or combination the search cannot honour, for a -src that cannot be
     read and for a -stats_file or -output that could not be written (checked here, before the model loads,
@@ -291,15 +311,16 @@ def validate(opt) -> None:
     world_size = getattr(opt, "world_size", 1) or 1
     if world_size > 1 and flags.active:
         raise world_size_error(world_size)
+    if flags.active and getattr(opt, "dump_beam", ""):
+        raise OptionError("-dump_beam is not supported with onmt-optimal's flags (the search keeps no beam "
+                          "history to dump, and the toolkit's own beam search stops on an assertion with it): drop "
+                          "-dump_beam")
     stopping, reward, ratio = flags.stopping, flags.length_reward, flags.length_ratio
     if stopping not in STOPPING_RULES:
         raise OptionError(
             f"-stopping must be one of {', '.join(STOPPING_RULES)} (got {stopping!r})"
         )
-    if reward is None or math.isnan(reward) or math.isinf(reward) or reward < 0:
-        raise OptionError(f"-length_reward must be a finite number >= 0 (got {reward})")
-    if ratio is not None and (math.isnan(ratio) or math.isinf(ratio) or ratio <= 0):
-        raise OptionError(f"-length_ratio must be a finite number > 0 (got {ratio})")
+    _check_numbers(opt, flags)
     bp_norm, bound = flags.bp_norm, flags.bound
     length_penalty = getattr(opt, "length_penalty", "none")
     if bound not in BOUNDS:

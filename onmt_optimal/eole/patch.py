@@ -165,9 +165,12 @@ def _built(stock_build, cls, args):
     import yaml
     from pydantic import ValidationError
 
+    from onmt_optimal import yaml_guard
     from onmt_optimal.eole import options
 
     path = getattr(args, "config", None)
+    if path is not None:
+        yaml_guard.check("-config", path)
     try:
         return stock_build(cls, args)
     except OSError as err:

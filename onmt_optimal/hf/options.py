@@ -18,11 +18,11 @@ hypothesis without an end token), per-step outputs (``output_scores``, ``output_
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from onmt_optimal.hf.scoring import LengthPenalty
 from onmt_optimal.hf.stopping import TransformersRule
+from onmt_optimal.search import limits
 from onmt_optimal.search.scoring import BOUNDS, BoundedWordReward, BPNorm, ScoringRule, WordReward
 from onmt_optimal.search.stopping import Exhaustive, OptimalityCertificate, Shrinking, StoppingRule
 
@@ -110,25 +110,28 @@ def check_settings(generation_config, logits_processor, stopping_criteria) -> No
 def search(generation_config, stopping="optimal", length_reward=0.0, length_ratio=None, bp_norm=False,
            bound="exact") -> Search:
     """The rules the arguments ask for, or ``ValueError`` with one line."""
-    names = [stopping] if isinstance(stopping, str) else list(stopping)
+    names = ([stopping] if isinstance(stopping, str) else list(stopping) if isinstance(stopping, (list, tuple))
+             else [])
     if not names or any(not isinstance(n, str) or n not in STOPPING for n in names):
         raise ValueError(f"stopping must be one of {', '.join(STOPPING)} (or a list of them), got {stopping!r}")
     if len(set(names)) != len(names):
         raise ValueError(f"stopping names a rule twice: {stopping!r}")
     if "shrinking" in names and len(names) > 1:
         raise ValueError("stopping='shrinking' runs a beam of its own: it cannot share a decode with other rules")
-    if not isinstance(length_reward, (int, float)) or not math.isfinite(length_reward) or length_reward < 0:
-        raise ValueError(f"length_reward must be a finite number >= 0, got {length_reward!r}")
-    if length_ratio is not None and (not isinstance(length_ratio, (int, float)) or not math.isfinite(length_ratio)
-                                     or length_ratio <= 0):
-        raise ValueError(f"length_ratio must be a finite number > 0, got {length_ratio!r}")
-    if bound not in BOUNDS:
+    lp, T = generation_config.length_penalty, generation_config.max_length
+    for problem in (limits.reward_error("length_reward", length_reward, T),
+                    limits.ratio_error("length_ratio", length_ratio),
+                    limits.exponent_error("length_penalty", lp, "avg", T)):
+        if problem is not None:
+            raise ValueError(problem)
+    if not isinstance(bp_norm, bool):
+        raise ValueError(f"bp_norm must be True or False, got {bp_norm!r}")
+    if not isinstance(bound, str) or bound not in BOUNDS:
         raise ValueError(f"bound must be one of {', '.join(BOUNDS)}, got {bound!r}")
     if bp_norm and length_ratio is None:
         raise ValueError("bp_norm=True needs length_ratio=RHO (> 0): its brevity penalty aims at RHO * |x|")
     if bp_norm and length_reward > 0:
         raise ValueError("bp_norm and length_reward are two different scores: choose one")
-    lp = generation_config.length_penalty
     if bound == "predicted":
         if length_reward > 0 or not (bp_norm or lp != 0):
             raise ValueError("bound='predicted' applies to normalized scores (length_penalty != 0 or bp_norm)")

@@ -218,9 +218,19 @@ def _one_line_errors(get_parser):
             failures.fail(PROG, " ".join(str(message).split()) + f" ({PROG} -h lists the options)", 2)
 
         made.error = error
+        _guard_config(made)
         return made
 
     return parser
+
+
+def _guard_config(parser) -> None:
+    """The parser's YAML ``-config`` reader, preceded by ``yaml_guard`` (alias bombs, mappings as values)."""
+    from onmt_optimal import yaml_guard
+
+    reader = getattr(parser, "_config_file_parser", None)
+    if reader is not None and type(reader).__name__ == "YAMLConfigFileParser":
+        reader.parse = yaml_guard.guarded(reader.parse)
 
 
 def _dispatching(stock_translate):

@@ -14,7 +14,9 @@ its ``text`` (added by the tools), and, as the core hands an example over, its `
 
 Invariant: a record's JSON is ``{"line": n, "steps": ..., ..., "completed": ...}``, its values as the search
 computed them (Python ints and floats, ``json.dumps``'s own float form; ``stop_reason`` a ``StopReason``, which
-serializes as its name; ``target_length`` a float, or null for a rule without a target length).
+serializes as its name; ``target_length`` a float, or null for a rule without a target length), and strict
+JSON: a score or log-probability of ``-inf`` (the degenerate answer of an example none of whose hypotheses
+scored a finite number: ``answers.decode_rows``) is written as null, as JSON has no infinity.
 """
 from __future__ import annotations
 
@@ -56,7 +58,9 @@ class Record:
 
     def json(self, line: int) -> str:
         """The statistics file's line for this record, ``line`` numbered from 1 (no newline)."""
-        return json.dumps({"line": line, **self.stats()})
+        stats = {name: None if isinstance(value, float) and not math.isfinite(value) else value
+                 for name, value in self.stats().items()}
+        return json.dumps({"line": line, **stats}, allow_nan=False)
 
     def plain(self) -> tuple:
         """The statistics as a tuple of Python numbers and strings (to cross a process boundary)."""
