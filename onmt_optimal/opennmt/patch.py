@@ -43,8 +43,6 @@ import functools
 import sys
 
 from onmt_optimal.import_hook import mark, ours
-from onmt_optimal.opennmt.checkpoint import CheckpointError, checkpoint_problem, one_line, one_line_loads, quiet_load
-from onmt_optimal.opennmt.output import RunOutput
 
 PROG = "onmt_translate"
 
@@ -70,12 +68,10 @@ def apply() -> None:
     import onmt.inputters.dynamic_iterator
     import onmt.inputters.text_corpus
 
-    from onmt_optimal import source
-
     onmt.inputters.dynamic_iterator.process = _process_keeping_empty
     corpus = onmt.inputters.text_corpus.ParallelCorpus
     if not ours(corpus.load):
-        corpus.load = mark(source.checked(corpus.load))
+        corpus.load = mark(_utf8_checked(corpus.load))
 
     import onmt.model_builder
 
@@ -131,6 +127,18 @@ def _validating_ours(stock_validate):
     return mark(validate_translate_opts)
 
 
+def _utf8_checked(load):
+    """``ParallelCorpus.load`` that says which line is not UTF-8 (``source.checked``, imported on first use)."""
+
+    @functools.wraps(load)
+    def load_checked(corpus, *args, **kwargs):
+        from onmt_optimal import source
+
+        return source.checked(load)(corpus, *args, **kwargs)
+
+    return load_checked
+
+
 def _process_keeping_empty(*args, **kwargs):
     """``onmt.inputters.dynamic_iterator.process`` keeping empty source lines (``empty_lines``)."""
     from onmt_optimal.opennmt.empty_lines import process_keeping_empty
@@ -144,6 +152,8 @@ def _certified(build_translator):
 
     @functools.wraps(build_translator)
     def build(opt, device_id=0, report_score=True, logger=None, out_file=None):
+        from onmt_optimal.opennmt.output import RunOutput
+
         _use_certified_translator()
         if out_file is None:
             out_file = RunOutput(opt.output)
@@ -170,6 +180,8 @@ def _checked_loader(load_test_model):
 
     @functools.wraps(load_test_model)
     def load(opt, device_id=0, model_path=None):
+        from onmt_optimal.opennmt.checkpoint import CheckpointError, checkpoint_problem, one_line, quiet_load
+
         if not one_line():
             return load_test_model(opt, device_id, model_path)
         path = model_path if model_path is not None else opt.models[0]
@@ -260,6 +272,8 @@ def _dispatching(stock_translate):
     def translate(opt):
         from onmt_optimal.distributed.options import workers
         from onmt_optimal.opennmt.options import check_command, validate_stock_sequence
+
+        from onmt_optimal.opennmt.checkpoint import one_line_loads
 
         check_command(opt)
         if not workers(opt):

@@ -1,7 +1,8 @@
 """The files an ``onmt_translate`` run of OpenNMT-py 3.5.1 reads and writes, as ``(flag, path)`` pairs of its
 parsed options (the command line and its ``-config`` alike).
 
-It reads every ``-model``, the ``-config`` file, ``-src``, ``-tgt`` (gold scoring) and the transforms' files
+It reads every ``-model``, the ``-config`` file, ``-src``, ``-tgt`` (gold scoring), ``-phrase_table``
+(``-replace_unk``) and the transforms' files
 (subword models and vocabularies, a termbase, a translation memory, a tags dictionary); it writes ``-output``,
 ``-stats_file``, ``-log_file`` (appended to), ``-dump_beam`` and, at parse time, ``-save_config`` (configargparse
 writes it, then exits). ``options.check_run`` refuses a written file that is one of the files read, or another
@@ -10,7 +11,7 @@ written one; ``save_config_problem`` does so for ``-save_config``, which is writ
 from __future__ import annotations
 
 #: single-path options whose file the run reads (OpenNMT-py's ``dest`` names; the flag is ``-`` + the name)
-READ = ("config", "src", "tgt", "src_subword_model", "tgt_subword_model", "src_subword_vocab",
+READ = ("config", "src", "tgt", "phrase_table", "src_subword_model", "tgt_subword_model", "src_subword_vocab",
         "tgt_subword_vocab", "termbase_path", "tm_path", "tags_dictionary_path")
 
 #: options whose file the run writes (``-save_config`` aside: see ``save_config_problem``)

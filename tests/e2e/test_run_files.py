@@ -31,11 +31,12 @@ def files(toy_model, tmp_path) -> dict[str, Path]:
     toy.write_corpus(tmp_path / "test", 4, seed=9, max_len=6)
     paths = {"model": tmp_path / "model.pt", "model2": tmp_path / "model2.pt", "src": tmp_path / "test.src",
              "tgt": tmp_path / "test.tgt", "config": tmp_path / "run.yaml", "subword": tmp_path / "sp.model",
-             "output": tmp_path / "out.txt"}
+             "phrases": tmp_path / "phrases.txt", "output": tmp_path / "out.txt"}
     shutil.copyfile(toy_model, paths["model"])
     shutil.copyfile(toy_model, paths["model2"])
     paths["config"].write_text(f"model: {paths['model']}\nsrc: {paths['src']}\nbeam_size: 3\n")
     paths["subword"].write_bytes(b"a sentencepiece model\n")
+    paths["phrases"].write_text("a|||A\n")
     paths["output"].write_text("earlier translations\n")
     return paths
 
@@ -78,18 +79,18 @@ def test_a_written_file_that_is_the_model_is_refused(translate, files, written, 
 
 
 @pytest.mark.parametrize("written,read", [
-    ("-output", "tgt"), ("-output", "config"), ("-output", "model2"), ("-output", "subword"),
+    ("-output", "tgt"), ("-output", "config"), ("-output", "model2"), ("-output", "subword"), ("-output", "phrases"),
     ("-log_file", "src"), ("-log_file", "config"), ("-stats_file", "model"), ("-stats_file", "src"),
     ("-dump_beam", "src"),
 ])
 def test_a_written_file_that_the_run_reads_is_refused(translate, files, written, read):
     before = snapshot(files)
     args = ["-config", files["config"], "-tgt", files["tgt"], "-model", files["model"], files["model2"],
-            "-src_subword_model", files["subword"], *OURS]
+            "-src_subword_model", files["subword"], "-phrase_table", files["phrases"], *OURS]
     if written != "-output":
         args += ["-output", files["output"]]
     proc = translate(*args, written, link("symlink", files[read]))
-    flag = {"model2": "-model", "subword": "-src_subword_model"}.get(read, f"-{read}")
+    flag = {"model2": "-model", "subword": "-src_subword_model", "phrases": "-phrase_table"}.get(read, f"-{read}")
     assert_refused(proc, files, before, written, flag)
 
 
