@@ -113,6 +113,7 @@ def _validating_ours(stock_validate):
     checks of the command's files, sizes and device are ``onmt_translate``'s (``_dispatching``), since OpenNMT-py's
     translation server and its training's validation translator call this with placeholders (``-src
     dummy_src``)."""
+
     @functools.wraps(stock_validate)
     def validate_translate_opts(cls, opt):
         from onmt_optimal import options as meaning  # on first use, as in ``_with_our_options``
@@ -271,9 +272,8 @@ def _dispatching(stock_translate):
     @functools.wraps(stock_translate)
     def translate(opt):
         from onmt_optimal.distributed.options import workers
-        from onmt_optimal.opennmt.options import check_command, validate_stock_sequence
-
         from onmt_optimal.opennmt.checkpoint import one_line_loads
+        from onmt_optimal.opennmt.options import check_command, validate_stock_sequence
 
         check_command(opt)
         if not workers(opt):
