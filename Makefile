@@ -3,6 +3,7 @@
 #   make test    set up, then every test tier: tests/unit, tests/e2e, tests/hf in .venv, tests/eole in .venv-eole
 #                (counts and slowest tests listed at the end)
 #   make test-fast  set up, then the fast tier: no training, no process started, fewer Hypothesis examples
+#   make test-stock  set up, then the stock-contract tests (OpenNMT-py's own suite hook on and off, and more)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -16,7 +17,7 @@ DATA ?= ../shared/data
 TVSUB := $(DATA)/tvsub-zh-en
 M30K := $(DATA)/multi30k-de-en
 
-.PHONY: setup setup-eole setup-hf run test test-eole test-hf test-fast reproduce reproduce-transformer bench golden clean-venv
+.PHONY: setup setup-eole setup-hf run test test-eole test-hf test-stock test-fast reproduce reproduce-transformer bench golden clean-venv
 
 setup: $(STAMP)
 
@@ -146,6 +147,13 @@ BASE ?= HEAD
 golden: setup setup-eole setup-hf
 	PYTHONPATH=$(CURDIR)/tests:$(CURDIR) $(BIN)/python -m helpers.golden_check --base $(BASE) --data $(DATA) \
 	  --eole-python $(EOLE_BIN)/python
+
+# only the stock-contract tests: with the plugin and none of its flags OpenNMT-py is stock (its own test suite
+# hook on and off, its translation server, onmt_train -valid_metrics) and no onmt_translate run writes onto a
+# file it reads (also part of make test)
+test-stock: setup
+	$(BIN)/python -m pytest -q --durations=5 tests/e2e/test_opennmt_suite.py tests/e2e/test_opennmt_entry_points.py \
+	  tests/e2e/test_run_files.py
 
 clean-venv:
 	rm -rf $(VENV) $(EOLE_VENV)

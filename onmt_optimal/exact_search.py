@@ -391,4 +391,7 @@ def load_model(model_path: str, gpu: int = -1):
     parser = ArgumentParser()
     onmt.opts.translate_opts(parser)
     opt = parser.parse_args(["-model", str(model_path), "-src", "-", "-gpu", str(gpu)])
-    return onmt.model_builder.load_test_model(opt)
+    from onmt_optimal.opennmt.checkpoint import one_line_loads
+
+    with one_line_loads():
+        return onmt.model_builder.load_test_model(opt)

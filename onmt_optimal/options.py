@@ -183,22 +183,27 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _check_distinct(opt) -> None:
-    """-output, -stats_file and -src name three different files: one written over the other loses data (stock
-    OpenNMT-py wrote the statistics over the translations, eole the translations over the statistics, and an
-    -output equal to -src emptied the source before it was read)."""
-    src, output, log = (getattr(opt, name, None) for name in ("src", "output", "log_file"))
-    stats = Flags.read(opt).stats_file
-    if stats and output and _same_file(stats, output):
-        raise OptionError(f"-stats_file {stats} and -output {output} are the same file: one would overwrite the "
-                          f"other; name two different files")
-    for flag, path in (("-output", output), ("-stats_file", stats)):
-        if path and src and isinstance(src, str) and _same_file(path, src):
-            raise OptionError(f"{flag} {path} is the -src file: writing it would destroy the input; name "
-                              f"another file")
-        if path and log and _same_file(path, log):
-            raise OptionError(f"-log_file {log} is the {flag} file: the log would be mixed into it, then lost; "
-                              f"name another file")
+def _check_distinct(opt, reads=None, writes=None) -> None:
+    """No file the run writes is one it reads, and no two files it writes are one: one written over the other
+    loses data (stock OpenNMT-py wrote the statistics over the translations, eole the translations over the
+    statistics, an -output equal to -src emptied the source before it was read, and an -output naming the model
+    replaced the checkpoint with the translations). ``reads`` and ``writes`` are ``(flag, path)`` pairs (a
+    path may be None or empty: not given); by default -src, and -output, -stats_file, -log_file."""
+    if reads is None:
+        reads = (("-src", getattr(opt, "src", None)),)
+    if writes is None:
+        writes = (("-output", getattr(opt, "output", None)), ("-stats_file", Flags.read(opt).stats_file),
+                  ("-log_file", getattr(opt, "log_file", None)))
+    written = [(flag, path) for flag, path in writes if path and isinstance(path, str)]
+    for i, (flag, path) in enumerate(written):
+        for other_flag, other in written[:i]:
+            if _same_file(path, other):
+                raise OptionError(f"{flag} {path} and {other_flag} {other} are the same file: one would overwrite "
+                                  f"the other; name two different files")
+        for read_flag, read in reads:
+            if read and isinstance(read, str) and _same_file(path, read):
+                raise OptionError(f"{flag} {path} is the {read_flag} file, which the run reads: writing it would "
+                                  f"destroy that input; name another file")
 
 
 def _check_device(opt) -> None:
@@ -297,17 +302,27 @@ def _check_numbers(opt, flags: Flags) -> None:
             raise OptionError(problem)
 
 
-def validate(opt) -> None:
-    """Raise ``OptionError`` for any value or combination the search cannot honour, for a -src that cannot be
-    read and for a -stats_file or -output that could not be written (checked here, before the model loads,
-    rather than after the decode). The Ray flags are ``distributed.options.validate``'s."""
+def check_run(opt, reads=None, writes=None) -> None:
+    """Raise ``OptionError`` for what the command's own run cannot do: a -src that cannot be read, a
+    -stats_file, -output or -log_file that could not be written, a file written over one the run reads or over
+    another it writes (``_check_distinct``: ``reads``, ``writes``), a -gpu with no such device. Checked before
+    the model loads rather than after the decode, by the command only: a toolkit's other callers of its
+    validation (a server, a training run's validation translator) pass placeholders for these."""
     flags = Flags.read(opt)
     _check_readable("-src", getattr(opt, "src", None))
     _check_writable("-stats_file", flags.stats_file)
     _check_writable("-output", getattr(opt, "output", None))
     _check_writable("-log_file", getattr(opt, "log_file", None) or None)
-    _check_distinct(opt)
+    _check_distinct(opt, reads, writes)
     _check_device(opt)
+
+
+def validate(opt, run: bool = True) -> None:
+    """Raise ``OptionError`` for any value or combination the search cannot honour and, with ``run``, for what
+    the command's run cannot do (``check_run``). The Ray flags are ``distributed.options.validate``'s."""
+    flags = Flags.read(opt)
+    if run:
+        check_run(opt)
     world_size = getattr(opt, "world_size", 1) or 1
     if world_size > 1 and flags.active:
         raise world_size_error(world_size)

@@ -46,7 +46,10 @@ class TranslateWorker:
             opt.gpu = 0  # the first (only) device Ray made visible to this actor
         set_random_seed(opt.seed, use_gpu(opt))
         self.opt = opt
-        self.engine = InferenceEnginePY(opt)
+        from onmt_optimal.opennmt.checkpoint import one_line_loads
+
+        with one_line_loads():  # a model that is no checkpoint: one line, as in onmt_translate
+            self.engine = InferenceEnginePY(opt)
         translator = self.engine.translator
         search = getattr(translator, "search", None)
         if search is not None:  # records are collected (``_stats``) and sent back, not written here

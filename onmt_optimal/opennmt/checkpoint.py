@@ -1,8 +1,16 @@
-"""What is wrong with a model file that is not an OpenNMT-py checkpoint, in one clause of ours."""
+"""What is wrong with a model file that is not an OpenNMT-py checkpoint, in one clause of ours; and whether a
+failed load is reported so (``one_line_loads``).
+
+A failed model load becomes ``CheckpointError`` (one line) only where onmt-optimal's own entry points load:
+``onmt_translate`` (``patch.apply_cli``), the tools' ``Session``, the Ray workers. OpenNMT-py's other callers
+of the same loader (its translation server, which turns a RuntimeError into its own error; user code) get
+OpenNMT-py's own exceptions, as stock.
+"""
 from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import re
 import warnings
 
@@ -11,6 +19,24 @@ from onmt_optimal.failures import Fault
 
 class CheckpointError(Fault, RuntimeError):
     """The model file is missing or is not an OpenNMT-py checkpoint."""
+
+
+_ONE_LINE = contextvars.ContextVar("onmt_optimal_one_line_loads", default=False)
+
+
+def one_line() -> bool:
+    """Whether a failed load here is to be reported as ``CheckpointError`` (see the module docstring)."""
+    return _ONE_LINE.get()
+
+
+@contextlib.contextmanager
+def one_line_loads():
+    """Within: a failed model load is reported as ``CheckpointError``."""
+    token = _ONE_LINE.set(True)
+    try:
+        yield
+    finally:
+        _ONE_LINE.reset(token)
 
 
 @contextlib.contextmanager

@@ -3,9 +3,10 @@
 ``add_options`` adds one argument group to any OpenNMT-py translate parser (CLI and YAML alike, since
 OpenNMT-py's configargparse reads YAML keys through the same parser). What the flags mean (their validation,
 ``OptionError``, and the search they select, ``Options.from_opt``) is toolkit-free and lives in
-``onmt_optimal.options``, the Ray flags' in ``onmt_optimal.distributed.options``. ``validate_parsed`` is
-OpenNMT-py's validation sequence of parsed translate options, ours included (``patch`` adds it to
-``validate_translate_opts``), as ``onmt_translate`` runs it.
+``onmt_optimal.options``, the Ray flags' in ``onmt_optimal.distributed.options``. ``validate_parsed`` is every
+check of parsed translate options as ``onmt_translate`` runs them: the command's own (``check_command``: its
+files, sizes, device), then OpenNMT-py's validation sequence, ours included (``patch`` adds the value checks of
+our flags to ``validate_translate_opts``).
 """
 from __future__ import annotations
 
@@ -17,15 +18,35 @@ GROUP_TITLE = "Optimal stopping (onmt-optimal)"
 RAY_GROUP_TITLE = "Many workers (onmt-optimal, Ray)"
 
 
-def validate_parsed(opt) -> None:
+def check_command(opt) -> None:
+    """What ``onmt_translate`` refuses before OpenNMT-py's own validation and before the model loads, with or
+    without our flags: sizes OpenNMT-py crashes on (``validate_sizes``), an unreadable -src, an unwritable
+    output, a file the run writes that is one it reads or another it writes (``run_files``), a missing -gpu
+    device (``check_run``). Not part of ``validate_translate_opts``, which OpenNMT-py's server and training
+    call with placeholder files."""
+    from onmt_optimal import options
+    from onmt_optimal.opennmt import run_files
+
+    options.validate_sizes(opt)
+    options.check_run(opt, reads=run_files.reads(opt), writes=run_files.writes(opt))
+
+
+def validate_stock_sequence(opt) -> None:
     """OpenNMT-py's checks of parsed translate options, in ``onmt_translate``'s order (``onmt.bin.translate``):
-    its own and ours (``validate_translate_opts``, patched), then the transforms'."""
+    its own and our flags' (``validate_translate_opts``, patched), then the transforms'."""
     from onmt.utils.parse import ArgumentParser
 
     ArgumentParser.validate_translate_opts(opt)
     ArgumentParser._get_all_transform_translate(opt)
     ArgumentParser._validate_transforms_opts(opt)
     ArgumentParser.validate_translate_opts_dynamic(opt)
+
+
+def validate_parsed(opt) -> None:
+    """Every check ``onmt_translate`` makes of parsed translate options, as it makes them: ``check_command``,
+    then ``validate_stock_sequence``."""
+    check_command(opt)
+    validate_stock_sequence(opt)
 
 
 def add_options(parser) -> None:

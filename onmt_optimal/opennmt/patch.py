@@ -8,11 +8,14 @@ changes nothing and a call after OpenNMT-py's modules are imported afresh patche
   checkpoints load on torch >= 2.6 with ``weights_only`` left on;
 * ``onmt.opts.translate_opts`` (and its from-imported copies in ``onmt.bin.translate`` and
   ``onmt.utils.scoring_utils``) also adds our flag group, so CLI and YAML accept the flags;
-* ``ArgumentParser.validate_translate_opts`` also validates our flags (one-line errors, before model loading);
+* ``ArgumentParser.validate_translate_opts`` also validates our flags' values (one-line errors, before model
+  loading), and with none of them accepts what stock accepts (the server and training call it with placeholder
+  files); the checks of the command's own files are ``onmt_translate``'s (``apply_cli``);
 * ``onmt.translate.translator.Translator`` becomes ``CertifiedTranslator`` (``build_translator`` looks the
   name up at call time), once, when the first translator is built (see below);
 * ``onmt.inputters.dynamic_iterator.process`` keeps empty source lines at inference;
-* ``onmt.model_builder.load_test_model`` reports a file that is not an OpenNMT checkpoint in one line;
+* ``onmt.model_builder.load_test_model`` reports a file that is not an OpenNMT checkpoint in one line, where
+  onmt-optimal's entry points load (``checkpoint.one_line``);
 * ``onmt.translate.translator.build_translator`` hands the translator ``-output`` as an ``output.RunOutput``:
   written to a temporary file and renamed into place with ``-stats_file`` once the translation has ended
   (``atomic``); stock opens (and so empties) it before the model loads, so a failed load, a missing ``-src``, a
@@ -29,7 +32,9 @@ command with a one-line message and a non-zero exit status instead of a tracebac
 command line's own errors (an unknown flag or YAML key, a value of the wrong type) one line instead of a 100-line
 usage text (``onmt.bin.translate._get_parser``), and wraps ``onmt.bin.translate.translate`` so that
 ``-ray_workers N`` runs on Ray (``onmt_optimal.distributed``; the workers run ``apply`` first, handed to them as
-a function).
+a function), after refusing, before the model loads, what the run cannot do: an unreadable -src, an unwritable
+output, a file it writes that is one it reads (``-output`` naming the model, ``-log_file`` naming ``-src``: stock
+destroyed the input and exited 0) or another it writes (``opennmt.run_files``).
 """
 from __future__ import annotations
 
@@ -38,8 +43,6 @@ import functools
 import sys
 
 from onmt_optimal.import_hook import mark, ours
-from onmt_optimal.opennmt.checkpoint import CheckpointError, checkpoint_problem, quiet_load
-from onmt_optimal.opennmt.output import RunOutput
 
 PROG = "onmt_translate"
 
@@ -65,12 +68,10 @@ def apply() -> None:
     import onmt.inputters.dynamic_iterator
     import onmt.inputters.text_corpus
 
-    from onmt_optimal import source
-
     onmt.inputters.dynamic_iterator.process = _process_keeping_empty
     corpus = onmt.inputters.text_corpus.ParallelCorpus
     if not ours(corpus.load):
-        corpus.load = mark(source.checked(corpus.load))
+        corpus.load = mark(_utf8_checked(corpus.load))
 
     import onmt.model_builder
 
@@ -96,10 +97,10 @@ def _replace_copies(name: str, ours, modules: tuple) -> None:
 
 def _with_our_options(stock_translate_opts):
     """``onmt.opts.translate_opts`` that also adds our flag group."""
-    from onmt_optimal.opennmt import options
-
     @functools.wraps(stock_translate_opts)
     def translate_opts(parser):
+        from onmt_optimal.opennmt import options  # on first use: ``import onmt`` alone does not load the search
+
         stock_translate_opts(parser)
         options.add_options(parser)
 
@@ -108,20 +109,35 @@ def _with_our_options(stock_translate_opts):
 
 def _validating_ours(stock_validate):
     """``ArgumentParser.validate_translate_opts`` (the function under the classmethod) that also validates our
-    flags and Ray's, and prints our warnings."""
-    from onmt_optimal import options as meaning
-    from onmt_optimal.distributed import options as ray_options
+    flags' values and Ray's, and prints our warnings. With none of our flags it accepts what stock accepts: the
+    checks of the command's files, sizes and device are ``onmt_translate``'s (``_dispatching``), since OpenNMT-py's
+    translation server and its training's validation translator call this with placeholders (``-src
+    dummy_src``)."""
 
     @functools.wraps(stock_validate)
     def validate_translate_opts(cls, opt):
-        meaning.validate_sizes(opt)  # before stock's checks, which do not catch these
+        from onmt_optimal import options as meaning  # on first use, as in ``_with_our_options``
+        from onmt_optimal.distributed import options as ray_options
+
         stock_validate(cls, opt)
-        meaning.validate(opt)
+        meaning.validate(opt, run=False)
         ray_options.validate(opt)
         for warning in meaning.option_warnings(opt):
             sys.stderr.write(f"{PROG}: warning: {warning}\n")
 
     return mark(validate_translate_opts)
+
+
+def _utf8_checked(load):
+    """``ParallelCorpus.load`` that says which line is not UTF-8 (``source.checked``, imported on first use)."""
+
+    @functools.wraps(load)
+    def load_checked(corpus, *args, **kwargs):
+        from onmt_optimal import source
+
+        return source.checked(load)(corpus, *args, **kwargs)
+
+    return load_checked
 
 
 def _process_keeping_empty(*args, **kwargs):
@@ -137,6 +153,8 @@ def _certified(build_translator):
 
     @functools.wraps(build_translator)
     def build(opt, device_id=0, report_score=True, logger=None, out_file=None):
+        from onmt_optimal.opennmt.output import RunOutput
+
         _use_certified_translator()
         if out_file is None:
             out_file = RunOutput(opt.output)
@@ -158,8 +176,15 @@ def _use_certified_translator() -> None:
 
 
 def _checked_loader(load_test_model):
+    """``load_test_model`` that, where onmt-optimal's entry points load (``checkpoint.one_line``), reports a
+    missing file or one that is no OpenNMT-py checkpoint as ``CheckpointError``; elsewhere it is stock's."""
+
     @functools.wraps(load_test_model)
     def load(opt, device_id=0, model_path=None):
+        from onmt_optimal.opennmt.checkpoint import CheckpointError, checkpoint_problem, one_line, quiet_load
+
+        if not one_line():
+            return load_test_model(opt, device_id, model_path)
         path = model_path if model_path is not None else opt.models[0]
         try:
             with quiet_load():
@@ -206,7 +231,8 @@ def _describe(err: Exception) -> str | None:
 
 def _one_line_errors(get_parser):
     """``onmt.bin.translate._get_parser`` whose parser reports a bad flag, YAML key or value in one line: stock
-    configargparse prints the whole usage (over 100 lines) before the one that says what is wrong."""
+    configargparse prints the whole usage (over 100 lines) before the one that says what is wrong; and refuses
+    a ``-save_config`` (written by the parser, which then exits) that names a file the run reads."""
 
     @functools.wraps(get_parser)
     def parser():
@@ -217,8 +243,21 @@ def _one_line_errors(get_parser):
 
             failures.fail(PROG, " ".join(str(message).split()) + f" ({PROG} -h lists the options)", 2)
 
+        stock_write = made.write_config_file
+
+        def write_config_file(parsed_namespace, output_file_paths, *args, **kwargs):
+            from onmt_optimal.opennmt.run_files import save_config_problem
+
+            problem = save_config_problem(parsed_namespace, output_file_paths)
+            if problem:
+                from onmt_optimal import failures
+
+                failures.fail(PROG, problem, 2)
+            return stock_write(parsed_namespace, output_file_paths, *args, **kwargs)
+
         made.error = error
         _guard_config(made)
+        made.write_config_file = write_config_file
         return made
 
     return parser
@@ -234,19 +273,23 @@ def _guard_config(parser) -> None:
 
 
 def _dispatching(stock_translate):
-    """``onmt.bin.translate.translate`` (looked up by ``main`` at call time) that hands a run with
-    ``-ray_workers N`` to the Ray driver, after OpenNMT-py's and our validation, so a bad flag, an unreadable
-    -src or an -output in a missing directory is refused before Ray starts."""
+    """``onmt.bin.translate.translate`` (looked up by ``main`` at call time) that first refuses what the
+    command's run cannot do (``options.check_command``: an unreadable -src, an -output in a missing directory, a
+    file written over one the run reads, before OpenNMT-py's validation and the model load), then hands a run
+    with ``-ray_workers N`` to the Ray driver after OpenNMT-py's and our validation, so a bad flag is refused
+    before Ray starts."""
 
     @functools.wraps(stock_translate)
     def translate(opt):
         from onmt_optimal.distributed.options import workers
+        from onmt_optimal.opennmt.checkpoint import one_line_loads
+        from onmt_optimal.opennmt.options import check_command, validate_stock_sequence
 
+        check_command(opt)
         if not workers(opt):
-            return stock_translate(opt)
-        from onmt_optimal.opennmt.options import validate_parsed
-
-        validate_parsed(opt)
+            with one_line_loads():
+                return stock_translate(opt)
+        validate_stock_sequence(opt)
         from onmt_optimal.distributed.translate import run
 
         run(opt, prepare=apply)

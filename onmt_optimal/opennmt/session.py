@@ -13,6 +13,7 @@ from pathlib import Path
 
 from onmt_optimal.adapter.decoding import RuleDecoding
 from onmt_optimal.opennmt import patch
+from onmt_optimal.opennmt.checkpoint import one_line_loads
 from onmt_optimal.options import OptionError
 
 
@@ -37,7 +38,8 @@ class Session(RuleDecoding):
         opt = parser.parse_args(args)
         validate_parsed(opt)
         self.opt = opt
-        self.engine = InferenceEnginePY(opt)
+        with one_line_loads():
+            self.engine = InferenceEnginePY(opt)
         self.translator = self.engine.translator
         self.vocabs = self.engine.vocabs
         transforms = make_transforms(opt, self.engine.transforms_cls, self.vocabs)

@@ -1,0 +1,44 @@
+"""The files an ``onmt_translate`` run of OpenNMT-py 3.5.1 reads and writes, as ``(flag, path)`` pairs of its
+parsed options (the command line and its ``-config`` alike).
+
+It reads every ``-model``, the ``-config`` file, ``-src``, ``-tgt`` (gold scoring), ``-phrase_table``
+(``-replace_unk``) and the transforms' files
+(subword models and vocabularies, a termbase, a translation memory, a tags dictionary); it writes ``-output``,
+``-stats_file``, ``-log_file`` (appended to), ``-dump_beam`` and, at parse time, ``-save_config`` (configargparse
+writes it, then exits). ``options.check_run`` refuses a written file that is one of the files read, or another
+written one; ``save_config_problem`` does so for ``-save_config``, which is written before any of them.
+"""
+from __future__ import annotations
+
+#: single-path options whose file the run reads (OpenNMT-py's ``dest`` names; the flag is ``-`` + the name)
+READ = ("config", "src", "tgt", "phrase_table", "src_subword_model", "tgt_subword_model", "src_subword_vocab",
+        "tgt_subword_vocab", "termbase_path", "tm_path", "tags_dictionary_path")
+
+#: options whose file the run writes (``-save_config`` aside: see ``save_config_problem``)
+WRITTEN = ("output", "stats_file", "log_file", "dump_beam")
+
+
+def reads(opt) -> list[tuple[str, str]]:
+    """The files the run reads: each ``-model``, then ``READ``, those given."""
+    models = getattr(opt, "models", None) or []
+    pairs = [("-model", path) for path in ([models] if isinstance(models, str) else models)]
+    pairs += [(f"-{name}", getattr(opt, name, None)) for name in READ]
+    return [(flag, path) for flag, path in pairs if path and isinstance(path, str)]
+
+
+def writes(opt) -> list[tuple[str, str]]:
+    """The files the run writes, those given."""
+    pairs = [(f"-{name}", getattr(opt, name, None)) for name in WRITTEN]
+    return [(flag, path) for flag, path in pairs if path and isinstance(path, str)]
+
+
+def save_config_problem(opt, paths) -> str | None:
+    """One line if a ``-save_config`` path (``paths``: configargparse's list) is a file the run reads, else None."""
+    from onmt_optimal.options import _same_file
+
+    for path in paths or ():
+        for flag, read in reads(opt):
+            if _same_file(str(path), read):
+                return (f"-save_config {path} is the {flag} file, which the run reads: writing it would destroy "
+                        f"that input; name another file")
+    return None
