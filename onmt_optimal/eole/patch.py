@@ -76,7 +76,7 @@ def patch_inference_engine() -> None:
         engine._write_predictions_to_file = _written_through_outputs(engine._write_predictions_to_file)
 
 
-#: each function above, in an order that imports no module before the one it patches (``apply``)
+#: the patches of the prediction path, which ``apply`` runs
 PATCHES = (patch_predict, patch_dynamic_iterator, patch_text_corpus, patch_inference_engine)
 
 

@@ -100,7 +100,13 @@ def test_eoles_own_tests_have_the_same_outcomes_with_the_plugin(tmp_path):
     for side in ("plugin", "stock"):
         (tmp_path / side).mkdir()
         runs[side] = run_suite(tmp_path / side, stock=side == "stock")
-    logs = {side: proc.communicate(timeout=900)[0] for side, proc in runs.items()}
+    try:
+        logs = {side: proc.communicate(timeout=900)[0] for side, proc in runs.items()}
+    finally:
+        for proc in runs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     found = {side: outcomes(tmp_path / side / "junit.xml", tmp_path / side) for side in runs}
     plugin, stock = found["plugin"], found["stock"]
     assert len(stock) > 600, logs["stock"][-3000:]
