@@ -115,7 +115,7 @@ $(EOLE_STAMP): pyproject.toml requirements-eole.txt Makefile onmt_optimal.pth
 	@$(EOLE_PIP) install -r requirements-eole.txt
 	@$(EOLE_PIP) install --no-deps -e .
 	@$(EOLE_BIN)/python -m pip check > /dev/null || $(EOLE_BIN)/python -m pip check
-	@$(EOLE_BIN)/python -c "import sys, torch, eole, onmt_optimal; 'onmt_optimal.eole.patch' in sys.modules or sys.exit('set-up: the import hook (onmt_optimal.pth) is not active'); print('ready: torch', torch.__version__, '| eole', eole.__version__, '| onmt-optimal', onmt_optimal.__version__)"
+	@$(EOLE_BIN)/python -c "import sys, torch, eole.predict, onmt_optimal; 'onmt_optimal.eole.patch' in sys.modules or sys.exit('set-up: the import hook (onmt_optimal.pth) is not active'); print('ready: torch', torch.__version__, '| eole', eole.__version__, '| onmt-optimal', onmt_optimal.__version__)"
 	@touch $@
 
 # only the eole tests

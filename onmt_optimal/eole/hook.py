@@ -1,16 +1,21 @@
-"""Post-import hook, run at interpreter start by ``onmt_optimal.pth``: patch eole when it is imported.
+"""Post-import hook, run at interpreter start by ``onmt_optimal.pth``: patch eole's modules as they are imported.
 
-When the module ``eole`` finishes executing, ``onmt_optimal.eole.patch.apply`` runs; when
-``eole.bin.run.predict`` does (the ``eole predict`` command), ``apply_cli`` runs (``onmt_optimal.import_hook``,
-shared with the OpenNMT-py adapter). Nothing happens in processes that never import eole.
-``ONMT_OPTIMAL_DISABLE`` set to a true value (``1``, ``true``, ``yes``, ``on``) gives stock eole.
+Each module of eole that ``onmt_optimal.eole.patch`` changes is registered by name (``MODULES``); once that module
+has finished executing, the patch of that module alone runs (``onmt_optimal.import_hook``, shared with the
+OpenNMT-py adapter). So ``import eole`` loads what stock eole loads and nothing more (no torch), and warnings
+are stock's: a process patches exactly the modules it imports. Nothing happens in processes that never import
+eole. ``ONMT_OPTIMAL_DISABLE`` set to a true value (``1``, ``true``, ``yes``, ``on``) gives stock eole.
 """
-import warnings
-
 from onmt_optimal.import_hook import install
 
-#: what eole 0.6.4 prints on import without its compiled extension or flash-attn (harmless on CPU)
-QUIET = (r"Could not import flash_attn", r"Could not import eole\._ops")
+#: eole's module -> the function of ``onmt_optimal.eole.patch`` that patches it
+MODULES = {
+    "eole.predict": "patch_predict",
+    "eole.inputters.dynamic_iterator": "patch_dynamic_iterator",
+    "eole.inputters.text_corpus": "patch_text_corpus",
+    "eole.inference_engine": "patch_inference_engine",
+    "eole.bin.run.predict": "patch_predict_command",
+}
 
 
 def _patch():
@@ -19,9 +24,4 @@ def _patch():
     return patch
 
 
-def _quiet():
-    for message in QUIET:
-        warnings.filterwarnings("ignore", message=message, category=RuntimeWarning)
-
-
-install({"eole": "apply", "eole.bin.run.predict": "apply_cli"}, _patch, _quiet)
+install(MODULES, _patch)

@@ -1,8 +1,10 @@
 """The one place where eole 0.6.4 is changed. Every change is a substitution of a module or class attribute.
 
-``apply()``, called when ``eole`` is first imported (see ``hook``) or explicitly, may run any number of times: it
-leaves an attribute that already holds one of our functions (``import_hook.ours``) as it is, so a second call
-changes nothing and a call after eole's modules are imported afresh patches the new ones:
+Each ``patch_<module>`` function changes one module of eole and imports nothing else of eole: ``hook`` runs it
+once that module has finished executing (so ``import eole`` alone patches nothing and imports nothing more than
+stock), and ``apply()`` runs them all explicitly. Each may run any number of times: it leaves an attribute that
+already holds one of our functions (``import_hook.ours``) as it is, so a second call changes nothing and a call
+after eole's modules are imported afresh patches the new ones:
 
 * ``eole.predict.get_infer_class`` (which ``build_predictor`` looks up at call time) answers
   ``CertifiedTranslator`` for eole's ``Translator`` and ``CertifiedGeneratorLM`` for its ``GeneratorLM``
@@ -15,54 +17,80 @@ changes nothing and a call after eole's modules are imported afresh patches the 
   first and the output over them when the two were one file, and emptied an earlier output on a full disk;
 * ``eole.inputters.text_corpus.ParallelCorpus.load`` says which line of ``src`` is not UTF-8 (``source``).
 
-``apply_cli()``, when ``eole.bin.run.predict`` has been imported (the ``eole predict`` command):
+``patch_predict_command()``, when ``eole.bin.run.predict`` has been imported (the ``eole predict`` command;
+``apply_cli()`` is ``apply()`` and this, explicitly):
 
 * ``Predict.config_class`` becomes eole's ``PredictConfig`` with our fields (``options.config_class``), so
   ``eole predict -h`` lists them, the command line takes ``--stopping``/``-stopping`` and the like, and YAML
   configs take the keys;
 * ``Predict.build_config`` also validates them (and that ``src`` is readable and ``output``/``stats_file``
-  writable), before the model loads;
+  writable), and refuses a run that would write a file it reads (``files``: with or without our options),
+  before the model loads;
 * ``Predict.run`` ends every fault with one ``eole predict: error: ...`` line, not a traceback
   (``failures.run``): an ``OptionError`` or any pydantic error about the options (an unknown key, a value of the
   wrong type) or the YAML config (missing, not YAML) with exit status 2; a failed write, a file that is not UTF-8,
   Ctrl-C (130) and SIGTERM (143) as in ``onmt_translate``.
 
-The translator is imported when first called, not by ``apply``: ``apply`` runs when ``eole`` finishes importing,
-which may be in the middle of importing one of our modules (whichever imports eole first). So no module of the
-package imports this one back: no import cycle.
+The translator is imported when first called, not by a patch: a patch runs when its eole module finishes
+importing, which may be in the middle of importing one of our modules (whichever imports eole first). So no
+module of the package imports this one back: no import cycle.
 """
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 
 from onmt_optimal.import_hook import mark, ours
 
 PROG = "eole predict"
 
-def apply() -> None:
-    import eole.predict
 
-    if not ours(eole.predict.get_infer_class):
-        eole.predict.get_infer_class = _certified_classes(eole.predict.get_infer_class)
+def patch_predict() -> None:
+    """``eole.predict``: ``get_infer_class`` answers our predictors (module docstring)."""
+    predict = _module("eole.predict")
+    if not ours(predict.get_infer_class):
+        predict.get_infer_class = _certified_classes(predict.get_infer_class)
 
-    import eole.inputters.dynamic_iterator
-    import eole.inputters.text_corpus
 
+def patch_dynamic_iterator() -> None:
+    """``eole.inputters.dynamic_iterator``: ``transform_bucket`` keeps empty lines under the new options."""
+    _module("eole.inputters.dynamic_iterator").transform_bucket = _transform_bucket_keeping_empty
+
+
+def patch_text_corpus() -> None:
+    """``eole.inputters.text_corpus``: ``ParallelCorpus.load`` says which line of ``src`` is not UTF-8."""
     from onmt_optimal import source
 
-    eole.inputters.dynamic_iterator.transform_bucket = _transform_bucket_keeping_empty
-    corpus = eole.inputters.text_corpus.ParallelCorpus
+    corpus = _module("eole.inputters.text_corpus").ParallelCorpus
     if not ours(corpus.load):
         corpus.load = mark(source.checked(corpus.load))
 
-    import eole.inference_engine
 
-    engine = eole.inference_engine.InferenceEngine
+def patch_inference_engine() -> None:
+    """``eole.inference_engine``: ``infer_file`` writes its files whole or not at all."""
+    engine = _module("eole.inference_engine").InferenceEngine
     if not ours(engine.infer_file):
         engine.infer_file = _whole_outputs(engine.infer_file)
     if not ours(engine._write_predictions_to_file):
         engine._write_predictions_to_file = _written_through_outputs(engine._write_predictions_to_file)
+
+
+#: the patches of the prediction path, which ``apply`` runs
+PATCHES = (patch_predict, patch_dynamic_iterator, patch_text_corpus, patch_inference_engine)
+
+
+def _module(name: str):
+    """eole's module ``name``, imported if need be. Not ``import a.b`` then ``a.b``: a patch runs as soon as its
+    module has executed, before the import system binds it as an attribute of its package."""
+    return importlib.import_module(name)
+
+
+def apply() -> None:
+    """Every patch of the prediction path now (importing those modules), for a caller that decodes without the
+    ``eole predict`` command (the tools, a process where the import hook is not active)."""
+    for patch in PATCHES:
+        patch()
 
 
 def _certified_classes(get_infer_class):
@@ -130,10 +158,14 @@ def _transform_bucket_keeping_empty(*args, **kwargs):
 
 
 def apply_cli() -> None:
-    """Our options in ``eole predict`` (see the module docstring)."""
+    """``apply`` and our options in ``eole predict`` (see the module docstring)."""
     apply()
-    from eole.bin.run.predict import Predict
+    patch_predict_command()
 
+
+def patch_predict_command() -> None:
+    """``eole.bin.run.predict.Predict``: our options, their validation, the file checks and one-line faults."""
+    Predict = _module("eole.bin.run.predict").Predict  # noqa: N806 (eole's class)
     if ours(Predict):
         return
     from onmt_optimal.eole import options
@@ -143,7 +175,10 @@ def apply_cli() -> None:
     stock_run = Predict.run.__func__
 
     def build_config(cls, args):
+        from onmt_optimal.eole import files
+
         config = _built(stock_build, cls, args)
+        files.check(config, getattr(args, "config", None))
         options.validate(config)
         for warning in options.option_warnings(config):
             sys.stderr.write(f"{PROG}: warning: {warning}\n")

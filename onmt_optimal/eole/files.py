@@ -1,0 +1,90 @@
+"""``eole predict`` never writes a file it reads, nor two of its outputs into one file.
+
+eole 0.6.4 opens ``output`` (and ``dump_beam``) for writing after the decode, appends its log to ``log_file`` from
+the moment the engine starts, and we write ``stats_file``: named after an input, each of them destroys it (the
+model's ``config.json`` or weights, the ``-config`` YAML, ``src``, ``tgt``), and two of them named alike lose one
+of the two. ``check`` refuses such a run in one line (``OptionError``) before the model loads, with or without
+the plugin's options. "The same file" is ``options._same_file``'s: one path once symbolic links are resolved, or
+one inode (a hard link); a stream (``/dev/stdout``, ``/dev/null``, a FIFO) is written in place and may be shared.
+A model directory counts as every file in it (``model_path``: one or several), and as itself.
+"""
+from __future__ import annotations
+
+import os
+
+from onmt_optimal.options import OptionError, _same_file
+
+#: the files a run writes: eole's option -> how it writes it
+WRITTEN = {"output": "written at the end", "stats_file": "written at the end", "log_file": "appended to from the start",
+           "dump_beam": "written at the end"}
+#: the files eole predict reads, besides the model directories and the files its transforms read
+READ = ("src", "tgt", "ref", "phrase_table", "src_subword_vocab")
+#: the options that name a transform's file (eole.transforms; under transforms_configs)
+TRANSFORM_FILE_SUFFIXES = ("_model", "_vocab", "_file", "_path", "_table")
+
+
+def check(config, config_file: str | None) -> None:
+    """``OptionError`` when a file ``config`` writes is one it reads (``config_file``: the ``-config`` YAML) or
+    another file it writes."""
+    written = [(f"-{name}", path) for name in WRITTEN if (path := _path(getattr(config, name, None)))]
+    for i, (flag, path) in enumerate(written):
+        for other_flag, other in written[:i]:
+            if _same_file(path, other):
+                raise OptionError(f"{flag} {path} and {other_flag} {other} are the same file: one would overwrite "
+                                  f"the other; name two different files")
+    reads = list(_reads(config, config_file))
+    models = _model_directories(config)
+    for flag, path in written:
+        for read_flag, read in reads:
+            if _same_file(path, read):
+                raise OptionError(f"{flag} {path} is the {read_flag} file: writing it would destroy the input; "
+                                  f"name another file")
+        for model in models:
+            member = _in_model(path, model)
+            if member is not None:
+                what = "the -model_path directory" if member == "." else f"the file {member} of the -model_path model"
+                raise OptionError(f"{flag} {path} is {what} {model}: writing it would destroy the model; name "
+                                  f"another file")
+
+
+def _path(value) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _reads(config, config_file: str | None):
+    if config_file:
+        yield "-config", config_file
+    for name in READ:
+        path = _path(getattr(config, name, None))
+        if path:
+            yield f"-{name}", path
+    transforms = getattr(config, "transforms_configs", None)
+    if transforms is not None:
+        dumped = transforms.model_dump() if hasattr(transforms, "model_dump") else transforms
+        yield from _transform_files(dumped, "transforms_configs")
+
+
+def _transform_files(value, where: str):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str) and item and (key == "path" or str(key).endswith(TRANSFORM_FILE_SUFFIXES)):
+                yield f"{where}.{key}", item
+            else:
+                yield from _transform_files(item, f"{where}.{key}")
+
+
+def _model_directories(config) -> list[str]:
+    paths = getattr(config, "model_path", None)
+    return [p for p in ([paths] if isinstance(paths, str) else paths or []) if isinstance(p, str) and os.path.isdir(p)]
+
+
+def _in_model(path: str, model: str) -> str | None:
+    """The file of ``model`` (a directory) that ``path`` names, relative to it (``.``: the directory), or None."""
+    if os.path.realpath(path) == os.path.realpath(model):
+        return "."
+    for directory, _, names in os.walk(model):
+        for name in names:
+            member = os.path.join(directory, name)
+            if os.path.isfile(member) and _same_file(path, member):
+                return os.path.relpath(member, model)
+    return None
