@@ -26,8 +26,9 @@ the final score of any descendant: admissible (``tests/vllm/test_vllm_scoring.py
 lengths and on random sums). For ``lp > 0`` it is ``s / d(P + T)``, for ``lp < 0`` ``s / d(P + t)``, for
 ``lp = 0`` the sum itself (the paper's Section 3).
 
-A positive log-probability would break the premise ``s' <= s``; the search checks every step's candidates and
-turns the certificate off for a prompt where one appears (``beam_search``), so a stop is certified or absent.
+The premise ``x <= 0`` holds for the engine's log-probabilities (vLLM's ``Sampler.compute_logprobs``,
+``logits.log_softmax(dim=-1, dtype=torch.float32)``, under ``logprobs_mode`` ``raw_logprobs`` or
+``processed_logprobs``); an engine that returns logits instead is refused (``options``).
 """
 from __future__ import annotations
 
