@@ -51,6 +51,8 @@ def search(llm, params, stopping="optimal", length_reward=0.0, length_ratio=None
         raise TypeError(f"optimal_beam_search takes a vllm.LLM first, got {type(llm).__name__}")
     if not isinstance(params, BeamSearchParams):
         raise TypeError(f"params must be a vllm.sampling_params.BeamSearchParams, got {type(params).__name__}")
+    if params.max_tokens < 1:
+        raise ValueError(f"params.max_tokens must be at least 1, got {params.max_tokens}")
     if not isinstance(stopping, str) or stopping not in STOPPING:
         raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {stopping!r}")
     reward = _number("length_reward", length_reward, 0.0, strict=False)

@@ -34,24 +34,24 @@ def vllm_answers(llm, prompts):
     """vLLM's own beam search, per length penalty (computed once)."""
     cache = {}
 
-    def get(lp):
-        if lp not in cache:
-            cache[lp] = llm.beam_search(prompts, BeamSearchParams(beam_width=BEAM, max_tokens=MAX_TOKENS,
-                                                                   length_penalty=lp))
-        return cache[lp]
+    def get(lp, beam=BEAM):
+        if (lp, beam) not in cache:
+            cache[lp, beam] = llm.beam_search(prompts, BeamSearchParams(beam_width=beam, max_tokens=MAX_TOKENS,
+                                                                        length_penalty=lp))
+        return cache[lp, beam]
     return get
 
 
-@pytest.mark.parametrize("lp", [0.0, 1.0, -0.5])
-def test_exhaustive_and_optimal_return_vllm_answers(llm, prompts, vllm_answers, lp):
-    params = BeamSearchParams(beam_width=BEAM, max_tokens=MAX_TOKENS, length_penalty=lp)
-    theirs = vllm_answers(lp)
+@pytest.mark.parametrize("lp, beam", [(0.0, BEAM), (1.0, BEAM), (-0.5, BEAM), (0.0, 1), (0.0, 6), (1.0, 6)])
+def test_exhaustive_and_optimal_return_vllm_answers(llm, prompts, vllm_answers, lp, beam):
+    params = BeamSearchParams(beam_width=beam, max_tokens=MAX_TOKENS, length_penalty=lp)
+    theirs = vllm_answers(lp, beam)
     exhaustive = optimal_beam_search(llm, prompts, params, stopping="exhaustive")
     optimal = optimal_beam_search(llm, prompts, params, stopping="optimal")
     assert all(isinstance(out, BeamSearchOutput) and isinstance(out.record, Record) for out in optimal)
     assert answers(exhaustive) == answers(theirs)
     assert answers(optimal) == answers(theirs)
-    assert all(len(out.sequences) == BEAM for out in optimal)  # the n-best, as vLLM returns it
+    assert all(len(out.sequences) == beam for out in optimal)  # the n-best, as vLLM returns it
     for e, o, prompt in zip(exhaustive, optimal, prompts):
         assert e.record.stop_reason in (StopReason.ALL_FINISHED, StopReason.MAX_LENGTH)
         assert o.record.steps <= e.record.steps
@@ -79,10 +79,12 @@ def test_optimal_equals_exhaustive_under_every_rule(llm, prompts, rule):
             assert o.record.target_length == pytest.approx(rule["length_ratio"] * len(prompt["prompt_token_ids"]))
 
 
-def test_concurrency_limit_and_one_prompt(llm, prompts, vllm_answers):
+def test_concurrency_limit_and_text_prompts(llm, prompts, vllm_answers):
     params = BeamSearchParams(beam_width=BEAM, max_tokens=MAX_TOKENS, length_penalty=0.0)
-    chunked = optimal_beam_search(llm, prompts, params, concurrency_limit=2)
+    chunked = optimal_beam_search(llm, prompts, params, concurrency_limit=4)
     assert answers(chunked) == answers(vllm_answers(0.0))
+    texts = ["a b c =", "p ="]  # vLLM tokenizes them
+    assert answers(optimal_beam_search(llm, texts, params)) == answers(llm.beam_search(texts, params))
 
 
 @pytest.mark.parametrize("kwargs, error, words", [
@@ -110,6 +112,8 @@ def test_bad_objects_and_refused_settings(llm, prompts):
         optimal_beam_search(object(), prompts, params)
     with pytest.raises(TypeError, match="params must be a vllm.sampling_params.BeamSearchParams"):
         optimal_beam_search(llm, prompts, {"beam_width": 2})
+    with pytest.raises(ValueError, match="max_tokens must be at least 1"):
+        optimal_beam_search(llm, prompts, BeamSearchParams(beam_width=BEAM, max_tokens=0))
     with pytest.raises(ValueError, match="needs length_penalty=0"):
         optimal_beam_search(llm, prompts, params, length_ratio=1.5)
     grammar = BeamSearchParams(beam_width=BEAM, max_tokens=MAX_TOKENS,
