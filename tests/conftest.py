@@ -32,8 +32,9 @@ settings.register_profile("full", deadline=None, suppress_health_check=[HealthCh
 settings.register_profile("fast", settings.get_profile("full"), max_examples=tiers.FAST_EXAMPLES)
 settings.load_profile("fast" if tiers.FAST else "full")
 
-# tests/eole runs in the eole environment (make test-eole), with its own conftest and without this one
-collect_ignore = ["eole"]
+# tests/eole and tests/vllm run in their own environments (make test-eole, make test-vllm), each with its own
+# conftest and without this one
+collect_ignore = ["eole", "vllm"]
 
 # test modules, owned elsewhere, whose every test starts a process (a single test says @pytest.mark.slow)
 SLOW_MODULES = {"test_make_report"}

@@ -11,12 +11,14 @@ Search without a toolkit pipeline (``tests/unit``, ``tests/hf``):
   ``run_strategy`` runs them on ``ONMT_OPTIMAL_TEST_DEVICE`` (the CPU by default).
 - ``fixed_lm``: a real transformers ``PreTrainedModel`` whose logits are ``synthetic``'s, for ``generate``.
 
-Tiny models trained in the run with each toolkit's own commands (``tests/e2e``, ``tests/eole``, ``tests/hf``):
+Tiny models trained in the run with each toolkit's own commands (``tests/e2e``, ``tests/eole``, ``tests/hf``,
+``tests/vllm``):
 
 - ``toy``: the synthetic translation task (letters ``a..p`` to upper-case letters) and ``onmt_build_vocab`` /
   ``onmt_train`` on it (the ``toy_model`` fixture of ``tests/conftest.py``).
 - ``toy_eole``: an encoder-decoder and a decoder-only eole model on ``toy``'s task (``eole train``).
 - ``toy_hf``: a tiny Marian and a tiny GPT-2 on ``toy``'s task, with a tokenizer trained by ``tokenizers``.
+- ``toy_vllm``: ``toy_hf``'s GPT-2, 64 wide, saved in transformers' format for vLLM (``tests/vllm``).
 
 Toolkit processes:
 

@@ -58,7 +58,8 @@ def tokenizer(kind: str) -> PreTrainedTokenizerFast:
     return fast
 
 
-def train(kind: str, steps: int = 150, seed: int = 0) -> Toy:
+def train(kind: str, steps: int = 150, seed: int = 0, width: int = 32) -> Toy:
+    """``width``: the GPT-2's embedding size (two heads of ``width / 2``; vLLM's CPU attention needs 32 or more)."""
     torch.manual_seed(seed)
     tok = tokenizer(kind)
     V = len(tok)
@@ -69,7 +70,7 @@ def train(kind: str, steps: int = 150, seed: int = 0) -> Toy:
                               decoder_start_token_id=PAD, forced_eos_token_id=EOS, dropout=0.0)
         model = MarianMTModel(config)
     else:
-        config = GPT2Config(vocab_size=V, n_embd=32, n_layer=2, n_head=2, n_inner=64, n_positions=64,
+        config = GPT2Config(vocab_size=V, n_embd=width, n_layer=2, n_head=2, n_inner=2 * width, n_positions=64,
                             activation_function="gelu", bos_token_id=BOS,
                             eos_token_id=EOS, pad_token_id=PAD, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
         model = GPT2LMHeadModel(config)
