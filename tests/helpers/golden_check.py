@@ -17,7 +17,10 @@ Per job a side keeps, under its run folder: what the run wrote (``.out``, ``.sta
   model took``) -> ``<t>``;
 * a progress bar's times and rate (tqdm's ``[00:00<00:00, 4932.61it/s]``, transformers' ``Loading weights``)
   -> ``[<t>]``;
-* the side's package folder ``<tree>/onmt_optimal`` (in a traceback's file names) -> ``<tree>/onmt_optimal``.
+* the side's package folder ``<tree>/onmt_optimal`` (in a traceback's file names) -> ``<tree>/onmt_optimal``, and
+  the line number of a traceback frame in that folder -> ``line <n>`` (a toolkit's own traceback that passes
+  through a patched function names the function's line, which any edit above it moves; the file, the function
+  and the source line shown stay compared).
 
 Outputs and statistics files are compared byte for byte, unnormalised. Warnings are off in the workers
 (``PYTHONWARNINGS=ignore``), as in the tests: they name source lines, which a refactor moves.
@@ -53,6 +56,7 @@ _TIMING = re.compile(r"((?:Time w/o python interpreter load/terminate|Total tran
                      r"|Average translation time \(ms\)|Tokens per second|Build and loading model took)"
                      r"[:=]?\s*)[-+0-9.e]+")
 _PROGRESS = re.compile(r"\[\d+:\d\d<[^\]\n]*\]")  # a tqdm bar's [elapsed<left, rate]
+_OUR_FRAME = re.compile(r'(File "<tree>/onmt_optimal/[^"]+", line )\d+')
 
 
 def normalise(text: str, tree: Path) -> str:
@@ -61,7 +65,8 @@ def normalise(text: str, tree: Path) -> str:
     text = _TIMING.sub(lambda m: m.group(1) + "<t>", text)
     text = _PROGRESS.sub("[<t>]", text)
     package = tree / "onmt_optimal"
-    return text.replace(str(package), "<tree>/onmt_optimal")
+    text = text.replace(str(package), "<tree>/onmt_optimal")
+    return _OUR_FRAME.sub(r"\1<n>", text)
 
 
 @dataclass
