@@ -92,3 +92,14 @@ def test_the_kept_scores_are_float32(dtype):
     beam = Beam([(StockScore("none"), OptimalityCertificate())], beam_size=2, n_best=1, eos=EOS, pad=PAD)
     beam.start(torch.tensor([3.0]), 5, dtype)
     assert beam.kept.score.dtype == torch.float32
+
+
+def test_half_precision_top_k_is_torch_topk():
+    """Half-precision sums tie often; the beam's top-k must break ties at the k-th place as stock's
+    ``torch.topk`` does (the bookkeeping with OpenNMT-py's rule reproduces stock's beam)."""
+    from onmt_optimal.search.top_k import top_k
+
+    g = torch.Generator().manual_seed(0)
+    scores = (-torch.randint(0, 400, (4, 40_000), generator=g) / 16).to(torch.float16)  # 100 of each value
+    for k in (5, 10):
+        assert torch.equal(top_k(scores, k)[1], torch.topk(scores, k, dim=1)[1])
