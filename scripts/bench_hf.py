@@ -22,6 +22,8 @@ def main(argv=None) -> int:
     p.add_argument("--train-steps", type=int, default=400)
     p.add_argument("--models", default="marian,gpt2")
     p.add_argument("--length-penalties", default="0,1")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="the models' weights after training (both searches decode the same converted model)")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "benchmarks" / "RESULTS-hf.md")
     args = p.parse_args(argv)
     try:
@@ -36,7 +38,7 @@ def main(argv=None) -> int:
         p.error(f"--out {args.out}: directory {args.out.parent} does not exist")
     results = bench.run(args.lines, beams, batches, args.rounds, args.max_new_tokens, args.train_steps, models,
                         [float(x) for x in args.length_penalties.split(",")],
-                        log=lambda line: print(line, file=sys.stderr, flush=True))
+                        log=lambda line: print(line, file=sys.stderr, flush=True), dtype=args.dtype)
     bench.write(results, args.out)
     print(bench.render(results))
     return 0

@@ -147,17 +147,21 @@ def decode(m: Model, lines: list[str], variant: str, beam: int, batch: int, max_
 
 
 def run(lines: int = 64, beams=(1, 5, 10), batches=(1, 16), rounds: int = 3, max_new_tokens: int = 48,
-        train_steps: int = 400, models_=("marian", "gpt2"), length_penalties=(0.0, 1.0), log=print) -> dict:
+        train_steps: int = 400, models_=("marian", "gpt2"), length_penalties=(0.0, 1.0), log=print,
+        dtype: str = "float32") -> dict:
+    """``dtype``: the trained model is converted to it before decoding (``torch_dtype`` as users load models in;
+    transformers and the search both cast each step's logits to float32)."""
     torch.set_num_threads(1)
     src = sources(lines, seed=7)
     results = {"lines": lines, "rounds": rounds, "max_new_tokens": max_new_tokens, "train_steps": train_steps,
-               "torch": torch.__version__, "clock": "thread_time", "rows": []}
+               "torch": torch.__version__, "clock": "thread_time", "dtype": dtype, "rows": []}
     import transformers
 
     results["transformers"] = transformers.__version__
     for name in models_:
         log(f"training {name} ({train_steps} steps)")
         m = train(name == "gpt2", train_steps)
+        m.model.to(getattr(torch, dtype))
         for lp, beam, batch in ((lp, beam, batch) for lp in length_penalties for beam in beams for batch in batches):
             if True:
                 times = {v: [] for v in VARIANTS}
@@ -187,7 +191,8 @@ def run(lines: int = 64, beams=(1, 5, 10), batches=(1, 16), rounds: int = 3, max
 
 def render(results: dict) -> str:
     lines = [
-        "# optimal_beam_search beside transformers' beam search (CPU)",
+        "# optimal_beam_search beside transformers' beam search (CPU"
+        + (f", {results['dtype']} weights)" if results.get("dtype", "float32") != "float32" else ")"),
         "",
         f"transformers {results['transformers']}, torch {results['torch']}, one thread; {results['lines']} "
         f"inputs of the synthetic task, max_new_tokens {results['max_new_tokens']}, best of "
