@@ -45,10 +45,18 @@ def parse_args(argv=None):
 
 def speed(args, precision: str, model: str, work: Path) -> tuple[dict, str]:
     out = work / f"{model}-{precision}.md"
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--config", model, "--data", args.data,
-                    "--lines", str(args.lines), "--beams", args.beams, "--batches", args.batches, "--rounds",
-                    str(args.rounds), "--min-seconds", "0", "--sweep-lines", "0", "--no-count", "--no-progress",
-                    "--precision", precision, "--out", str(out)], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    argv = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--config", model, "--data", args.data,
+            "--lines", str(args.lines), "--beams", args.beams, "--batches", args.batches, "--rounds",
+            str(args.rounds), "--min-seconds", "0", "--sweep-lines", "0", "--no-count", "--precision", precision,
+            "--out", str(out)]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:  # e.g. bench.py's check that stock and ours answer alike: a finding, reported
+        last = [line for line in done.stdout.splitlines() if line.startswith("batch")][-1:]
+        why = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
+        text = (f"# Benchmark: {model}, {precision}: the run stopped\n\n`scripts/bench.py --config {model} "
+                f"--precision {precision}` stopped with `{why}`"
+                + (f" after `{last[0]}`" if last else "") + ".\n")
+        return {"failed": why, "last_row": last[0] if last else None}, text
     return json.loads(out.with_suffix(".json").read_text()), out.read_text()
 
 
