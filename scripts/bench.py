@@ -46,6 +46,7 @@ import json
 from pathlib import Path
 
 from onmt_optimal.bench.models import DATA, MODELS, UsageError, resolve_models
+from onmt_optimal.bench.precision import PRECISIONS
 from onmt_optimal.bench.render import combine, report
 from onmt_optimal.bench.timers import CLOCKS
 
@@ -91,6 +92,10 @@ def parse_args(argv=None):
                              "machine's host take the core away; with --threads 1); default: cpu on CPU")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (1: steady timings; more oversubscribe a 2-core machine)")
+    parser.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                        help="the model's precision, the same for stock and every variant: fp32; fp16 "
+                             "(-precision fp16, also on the CPU); int8 (dynamic quantization of the linear and "
+                             "LSTM layers, which OpenNMT-py 3.5.1's -precision int8 does not apply)")
     parser.add_argument("--out", help="report (a JSON file beside it); default benchmarks/RESULTS.md, "
                                       "benchmarks/RESULTS-gpu.md on a GPU")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,

@@ -28,6 +28,8 @@ def main(argv=None) -> int:
     p.add_argument("--model-dir", type=Path, help="trained models (DIR/marian, DIR/gpt2) instead of the synthetic task")
     p.add_argument("--src", type=Path, help="with --model-dir: the source sentences, one a line")
     p.add_argument("--max-seconds", type=float, help="start no row after this many seconds (the rows done are written)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="the models' weights after training (both searches decode the same converted model)")
     p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "benchmarks" / "RESULTS-hf.md")
     args = p.parse_args(argv)
     if args.device == "cuda":
@@ -64,7 +66,7 @@ def main(argv=None) -> int:
     results = bench.run(args.lines, beams, batches, args.rounds, args.max_new_tokens, args.train_steps, models,
                         [float(x) for x in args.length_penalties.split(",")],
                         log=lambda line: print(line, file=sys.stderr, flush=True), model_dir=args.model_dir,
-                        src=src, device=args.device, max_seconds=args.max_seconds)
+                        src=src, device=args.device, max_seconds=args.max_seconds, dtype=args.dtype)
     bench.write(results, args.out)
     print(bench.render(results))
     return 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from onmt_optimal.bench import precision
 from onmt_optimal.bench.decoding import bench_decoding
 from onmt_optimal.bench.sweep import bench_sweep
 from onmt_optimal.bench.timers import CLOCKS, ForwardTimer, PartTimer
@@ -54,7 +55,9 @@ def measure(models: list[dict], args, beams: list[int], batches: list[int], work
             # each batch is decoded once per variant: an empty line would be answered only once (empty_lines.take)
             kept = [line for line in lines if line.strip()][: args.lines]
             src.write_text("\n".join(kept) + "\n", encoding="utf-8")
-            session = Session(["-config", model["config"], "-gpu", str(args.gpu)])
+            session = Session(["-config", model["config"], "-gpu", str(args.gpu),
+                               *precision.session_args(args.precision)])
+            precision.quantize(session, args.precision)
             timer = ForwardTimer(session.translator, sync, clock)
             parts = PartTimer(sync, session.translator.model.decoder, clock)
             refs = [r.read_text(encoding="utf-8").splitlines() for r in clean_refs]
@@ -81,5 +84,5 @@ def measure(models: list[dict], args, beams: list[int], batches: list[int], work
             "config": first["config"], "lines": first["lines"], "rounds": args.rounds,
             "min_seconds": args.min_seconds, "reward": args.reward, "ratio": first["ratio"],
             "sweep_lines": args.sweep_lines if sweep else 0, "count_only": args.count_only, "order": args.order,
-            "clock": args.clock}
+            "clock": args.clock, "precision": args.precision}
     return {"meta": meta, "rows": rows, "sweep": sweep}

@@ -69,8 +69,10 @@ def report(meta, rows, sweep) -> str:
     timed = [r for r in rows if "sent_per_s" in r]
     counted = [r for r in rows if r.get("aten_ops_per_call") is not None]
     what = "speed and work per decoder call" if timed and counted else "speed" if timed else "work per decoder call"
-    run = "`python scripts/bench.py" + (" --count-only`" if meta.get("count_only") else "`")
-    lines = [f"# Benchmark: onmt-optimal vs stock OpenNMT-py, {what} ({meta['device']})", "",
+    run = ("`python scripts/bench.py" + (" --count-only" if meta.get("count_only") else "")
+           + (f" --precision {meta['precision']}" if meta.get("precision", "fp32") != "fp32" else "") + "`")
+    where = meta["device"] + (f", {meta['precision']}" if meta.get("precision", "fp32") != "fp32" else "")
+    lines = [f"# Benchmark: onmt-optimal vs stock OpenNMT-py, {what} ({where})", "",
              f"{run} on {meta['machine']}; -length_penalty none"
              + (f", {_rounds(meta, timed)} after a warm-up, medians" if timed else "") + ". Models: "
              + "; ".join(f"{'`' + m['name'] + '` ' if m['name'] else ''}(`{m['config']}`, first {m['lines']} dev "

@@ -218,6 +218,13 @@ def _built(stock_build, cls, args):
         raise options.OptionError(f"-config {path}: not valid YAML{where}") from None
     except ValidationError as err:
         raise options.OptionError(invalid(err, options.FIELDS)) from None
+    except AttributeError as err:
+        # eole 0.6.4's PredictConfig checks ``compute_dtype: int8`` against ``self.gpu``, a field it does not have:
+        # int8 fails in eole's own config check, whatever the other options
+        if not str(err).endswith("has no attribute 'gpu'"):
+            raise
+        raise options.OptionError("-compute_dtype int8: eole 0.6.4 cannot take it (its config check reads a 'gpu' "
+                                  "field that its PredictConfig lacks); use fp32, fp16 or bf16") from None
 
 
 def invalid(err, ours) -> str:

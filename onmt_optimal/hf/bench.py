@@ -170,8 +170,10 @@ def clock(device: torch.device) -> float:
 def run(lines: int = 64, beams=(1, 5, 10), batches=(1, 16), rounds: int = 3, max_new_tokens: int = 48,
         train_steps: int = 400, models_=("marian", "gpt2"), length_penalties=(0.0, 1.0), log=print,
         model_dir: Path | None = None, src: list[str] | None = None, device: str = "cpu",
-        max_seconds: float | None = None) -> dict:
-    """The table's rows; with ``max_seconds``, no row starts after that many seconds (the rows done are kept)."""
+        max_seconds: float | None = None, dtype: str = "float32") -> dict:
+    """The table's rows; with ``max_seconds``, no row starts after that many seconds (the rows done are kept).
+    ``dtype``: each model is converted to it before decoding (``torch_dtype`` as users load models in;
+    transformers and the search both cast each step's logits to float32)."""
     began = time.monotonic()
     torch.set_num_threads(1)
     if model_dir is None:
@@ -180,7 +182,7 @@ def run(lines: int = 64, beams=(1, 5, 10), batches=(1, 16), rounds: int = 3, max
         src = src[:lines]
         lines = len(src)
     results = {"lines": lines, "rounds": rounds, "max_new_tokens": max_new_tokens, "train_steps": train_steps,
-               "torch": torch.__version__, "device": device,
+               "torch": torch.__version__, "device": device, "dtype": dtype,
                "clock": "perf_counter, cuda.synchronize" if device == "cuda" else "thread_time",
                "models_from": str(model_dir) if model_dir is not None else None, "rows": []}
     import transformers
@@ -193,9 +195,9 @@ def run(lines: int = 64, beams=(1, 5, 10), batches=(1, 16), rounds: int = 3, max
         if model_dir is None:
             log(f"training {name} ({train_steps} steps)")
             m = train(name == "gpt2", train_steps)
-            m.model.to(device)
         else:
             m = load(model_dir, name, device)
+        m.model.to(device=device, dtype=getattr(torch, dtype))
         decode(m, src[:max(batches)], "hf", max(beams), max(batches), max_new_tokens, 0.0)  # warm-up, untimed
         loaded[name] = m
     # the models alternate row by row, so that a time limit leaves out the same settings of each
@@ -244,7 +246,8 @@ def render(results: dict) -> str:
         what = (f"{results['lines']} inputs of the synthetic task, models trained {results['train_steps']} steps "
                 "(onmt_optimal/hf/bench.py)")
     lines = [
-        f"# optimal_beam_search beside transformers' beam search ({where})",
+        f"# optimal_beam_search beside transformers' beam search ({where}"
+        + (f", {results['dtype']} weights)" if results.get("dtype", "float32") != "float32" else ")"),
         "",
         f"transformers {results['transformers']}, torch {results['torch']}, one CPU thread; {what}, "
         f"max_new_tokens {results['max_new_tokens']}, best of {results['rounds']} rounds ({clock})"

@@ -41,7 +41,7 @@ from onmt_optimal.search import constants, stops, transfer
 from onmt_optimal.search.answers import decode_rows, facts, pack_rows
 from onmt_optimal.search.constants import neg_inf
 from onmt_optimal.search.kept import Kept
-from onmt_optimal.search.scoring import ScoringRule, StepView
+from onmt_optimal.search.scoring import ScoringRule, StepView, wide
 from onmt_optimal.search.stopping import StoppingRule, StopView
 from onmt_optimal.search.top_k import TopK, top_k
 from onmt_optimal.search.transfer import AUTO
@@ -89,7 +89,9 @@ class Beam:
         self._slots, first, self._one = _constants(beam, device)
         #: (B, beam) bool: the item holds a real live prefix; each beam starts from its first item (a view)
         self.live = first.expand(B, beam)
-        self.kept = Kept.empty(B, R, self.n_best, max_length, self.pad, dtype, device)
+        #: the kept scores in float32 at least (``scoring.wide``): a half-precision score is exact there, and a kept
+        #: score rounded to half precision could round up past a bound it is compared with
+        self.kept = Kept.empty(B, R, self.n_best, max_length, self.pad, wide(dtype), device)
         #: (B, beam) completed hypotheses so far per beam slot (a sum only when read: adding the step's mask costs
         #: fewer operations than summing it every step); float32, exact below 2^24, to cross with the scores
         self.completions = torch.zeros((B, beam), dtype=torch.float, device=device)

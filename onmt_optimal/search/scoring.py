@@ -22,6 +22,14 @@ EOS is the ``t``-th generated token has ``|y| = t - 1``; one cut at ``T`` withou
 same operations as the score it bounds, from quantities that can only be larger, so that rounding (which is
 monotone) cannot break admissibility.
 
+Precision. A decode in half precision (OpenNMT-py's ``-precision fp16``, eole's ``compute_dtype``) hands the
+rules its log-probabilities in the model's type: OpenNMT-py sums them in that type, eole and transformers in
+float32. Rounding to nearest is monotone in every binary floating-point type, so the argument above holds in
+whatever type the beam computes a score, as long as the bound is computed in the same one: a rule computes
+``final`` and ``bound`` with the same operations on the same ``log_prob``. The length rewards are added in
+float32 at least (``wide``): ``r * |y|`` rounded to half precision would change the rule itself (``r = 0.8``
+is ``0.7998`` in float16, ``0.8008`` in bfloat16), whereas a half-precision sum is exact in float32.
+
 Rules: ``StockScore`` (OpenNMT-py's ``-length_penalty none|avg|wu``; ``none`` is Section 3's log-probability),
 ``BoundedWordReward`` (Section 4; "BWR" in Yang et al.), ``WordReward`` (He et al. 2016's unbounded per-word
 reward), ``BPNorm`` (Yang et al. 2018's brevity-penalty normalization).
@@ -85,6 +93,11 @@ class StepView:
         if key not in self.memo:
             self.memo[key] = make()
         return self.memo[key]
+
+
+def wide(dtype: torch.dtype) -> torch.dtype:
+    """The type a rule adds its length terms in: float32, or the scores' own type where it is wider."""
+    return torch.promote_types(dtype, torch.float32)
 
 
 class ScoringRule:
@@ -234,9 +247,9 @@ class BoundedWordReward(_Targeted):
         return view.log_prob + most  # r * min(l, T): the same for every step of the batch
 
     def _reward(self, view: StepView) -> torch.Tensor:
-        """``r`` as a 0-d float32 tensor, made once per batch: a Python number in a tensor operation costs a
-        conversion each time (the product is the same float32 one)."""
-        return view.once((id(self), "r"), lambda: torch.tensor(self.reward, dtype=view.log_prob.dtype,
+        """``r`` as a 0-d float32 tensor (``wide``), made once per batch: a Python number in a tensor operation
+        costs a conversion each time (the product is the same float32 one)."""
+        return view.once((id(self), "r"), lambda: torch.tensor(self.reward, dtype=wide(view.log_prob.dtype),
                                                               device=view.log_prob.device))
 
 
@@ -258,13 +271,13 @@ class WordReward(ScoringRule):
         return f"log p(y|x) + {self.reward} * |y|"
 
     def final(self, view: StepView) -> torch.Tensor:
-        return view.log_prob + self.reward * view.out_len.to(view.log_prob.dtype)
+        return view.log_prob + self.reward * view.out_len.to(wide(view.log_prob.dtype))
 
     def bound(self, view: StepView) -> torch.Tensor:
         # r * T as the score computes r * |y| (a float32 product): r * T in double, rounded to float32 only
         # when added, can fall one ulp below the score's r * |y| at |y| = T (1.2 * 3: 3.6 against 3.6000001)
         most = view.once((id(self), "most"), lambda: self.reward * torch.full(
-            (1, 1), float(view.max_length), dtype=view.log_prob.dtype, device=view.log_prob.device))
+            (1, 1), float(view.max_length), dtype=wide(view.log_prob.dtype), device=view.log_prob.device))
         return view.log_prob + most
 
 

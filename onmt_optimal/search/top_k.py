@@ -35,6 +35,11 @@ Values are the same; among exactly equal values at the ``k``-th place the indice
 stock (nothing certified depends on which of two equal scores a beam keeps: the certificate compares scores,
 and a run with and without early stopping makes the same choice).
 
+Half-precision scores (OpenNMT-py's ``-precision fp16`` sums in float16) go to ``torch.topk`` too: with 11 or 8
+bits of mantissa, exact ties at the ``k``-th place are common, so the two passes would fall back to the full sort
+often, and each such tie broken by the lower index would part from stock's beam, which the bookkeeping with
+OpenNMT-py's rule must reproduce.
+
 The two passes pay off on CPU, where the check above costs no device synchronisation. On an accelerator,
 ``torch.topk`` is already fast and is used as it is, as stock OpenNMT-py does; exact ties at the ``k``-th
 place are then broken as ``torch.topk`` breaks them.
@@ -61,7 +66,7 @@ class TopK:
     small: int = 16_000
 
     def __call__(self, scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-        if scores.device.type != "cpu":
+        if scores.device.type != "cpu" or scores.dtype not in WIDE:
             return torch.topk(scores, k, dim=1)
         B, N = scores.shape
         if B * N <= self.small:
@@ -97,6 +102,9 @@ def _members(n: int, group: int, N: int, device):
         return spread, loose
     return constants.once(("top_k members", n, group, N, device), make)
 
+
+#: the types the two passes take; half-precision scores go to ``torch.topk`` (the module docstring)
+WIDE = (torch.float32, torch.float64)
 
 #: the defaults: 16 candidates a group; torch.topk up to 16k scores
 top_k = TopK()

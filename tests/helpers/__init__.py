@@ -38,6 +38,8 @@ Checks and tiers:
 
 - ``float32``: how far two decodes of the same hypothesis may print its score apart (``score_tolerance``)
   and ``assert_same_answers``.
+- ``precision``: the precisions a decode runs in as test parameters, the CUDA ones skipped where no CUDA device is
+  (``cases``).
 - ``tiers``: which tier runs (``ONMT_OPTIMAL_TESTS=fast``) and ``examples(n)``, a property test's Hypothesis
   example count in it.
 """
