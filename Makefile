@@ -45,7 +45,8 @@ $(STAMP): pyproject.toml requirements.txt requirements-test.txt requirements-plo
 	@# last and with --no-deps (pip checks no pins then): its torch<2.3 pin would downgrade torch
 	@$(PIP) install --no-deps OpenNMT-py==3.5.1
 	@$(BIN)/python -m pip check | grep -v "$(KNOWN_CONFLICT)" || true
-	@$(BIN)/python -c "import sys, torch, onmt, onmt_optimal; 'onmt_optimal.opennmt.patch' in sys.modules or sys.exit('set-up: the import hook (onmt_optimal.pth) is not active'); print('ready: torch', torch.__version__, '| OpenNMT-py', onmt.__version__, '| onmt-optimal', onmt_optimal.__version__)"
+	@# -W ignore: OpenNMT-py's own import-time FutureWarnings (torch.cuda.amp), which the hook leaves as stock's
+	@$(BIN)/python -W ignore -c "import sys, torch, onmt, onmt_optimal; 'onmt_optimal.opennmt.patch' in sys.modules or sys.exit('set-up: the import hook (onmt_optimal.pth) is not active'); print('ready: torch', torch.__version__, '| OpenNMT-py', onmt.__version__, '| onmt-optimal', onmt_optimal.__version__)"
 	@touch $@
 
 run: setup
@@ -117,7 +118,8 @@ $(EOLE_STAMP): pyproject.toml requirements-eole.txt Makefile onmt_optimal.pth
 	@$(EOLE_PIP) install -r requirements-eole.txt
 	@$(EOLE_PIP) install --no-deps -e .
 	@$(EOLE_BIN)/python -m pip check > /dev/null || $(EOLE_BIN)/python -m pip check
-	@$(EOLE_BIN)/python -c "import sys, torch, eole.predict, onmt_optimal; 'onmt_optimal.eole.patch' in sys.modules or sys.exit('set-up: the import hook (onmt_optimal.pth) is not active'); print('ready: torch', torch.__version__, '| eole', eole.__version__, '| onmt-optimal', onmt_optimal.__version__)"
+	@# -W ignore: eole's own import-time RuntimeWarnings (no eole._ops, no flash_attn), left as stock's
+	@$(EOLE_BIN)/python -W ignore -c "import sys, torch, eole.predict, onmt_optimal; 'onmt_optimal.eole.patch' in sys.modules or sys.exit('set-up: the import hook (onmt_optimal.pth) is not active'); print('ready: torch', torch.__version__, '| eole', eole.__version__, '| onmt-optimal', onmt_optimal.__version__)"
 	@touch $@
 
 # only the eole tests
@@ -182,7 +184,7 @@ $(VLLM_STAMP): pyproject.toml requirements-vllm.txt Makefile onmt_optimal.pth
 	@$(VLLM_PIP) install "$(VLLM)" -r requirements-vllm.txt
 	@$(VLLM_PIP) uninstall -y torchvision torchaudio torchcodec
 	@$(VLLM_PIP) install --no-deps -e .
-	@$(VLLM_BIN)/python -c "import vllm, onmt_optimal.vllm; print('ready: vllm', vllm.__version__)"
+	@$(VLLM_BIN)/python -W ignore -c "import vllm, onmt_optimal.vllm; print('ready: vllm', vllm.__version__)"
 	@touch $@
 
 # only the vLLM tests
