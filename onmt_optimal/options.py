@@ -107,11 +107,6 @@ class Options:
         return cls.from_opt(config, global_scorer, prog="eole predict")
 
 
-def SearchConfig(stock: bool, rules=(), **kwargs) -> Options:  # noqa: N802 (the former class's name)
-    """``Options`` under its former constructor: ``stock`` drops the rules."""
-    return Options(rules=() if stock else tuple(rules), **kwargs)
-
-
 def n_best_warning(opt, flags: Flags | None = None) -> str | None:
     """One line when -n_best asks for more hypotheses than the chosen beam can complete, else None.
 

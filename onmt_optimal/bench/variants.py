@@ -14,7 +14,7 @@ Statistics stay in memory (the translator's ``_stats``); nothing is written.
 """
 from __future__ import annotations
 
-from onmt_optimal.options import SearchConfig
+from onmt_optimal.options import Options
 from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.registry import STOPPING_RULES, scoring_rule
 
@@ -22,15 +22,15 @@ __all__ = ["VARIANTS", "search"]
 
 #: the variants every benchmark configuration decodes (``default`` is stock's rule under our bookkeeping)
 VARIANTS = ["stock", "default", "optimal", "optimal+r"]
-#: ``-host`` / ``-device``: ``SearchConfig.host``
+#: ``-host`` / ``-device``: ``Options.host``
 PLACES = {"-host": "cpu", "-device": None}
 
 
-def search(name: str, reward: float = 0.0, ratio: float | None = None) -> SearchConfig:
-    """The ``SearchConfig`` of the variant ``name`` (``+r``: with reward ``reward`` and length ratio ``ratio``).
+def search(name: str, reward: float = 0.0, ratio: float | None = None) -> Options:
+    """The ``Options`` of the variant ``name`` (``+r``: with reward ``reward`` and length ratio ``ratio``).
     An unknown name raises ``ValueError`` naming the stopping rules."""
     if name == "stock":
-        return SearchConfig(stock=True, rules=[])
+        return Options(rules=())
     stopping, host, core = name, AUTO, name.endswith("-core")
     stopping = stopping.removesuffix("-core")
     for suffix, place in PLACES.items():
@@ -43,4 +43,4 @@ def search(name: str, reward: float = 0.0, ratio: float | None = None) -> Search
                          "with +r, -host, -device or -core after it")
     scoring = (scoring_rule(length_penalty="none", reward=reward, ratio=ratio) if bounded
                else scoring_rule(length_penalty="none"))
-    return SearchConfig(stock=False, rules=[(scoring, STOPPING_RULES[stopping]())], host=host, beam_of_one=not core)
+    return Options(rules=((scoring, STOPPING_RULES[stopping]()),), host=host, beam_of_one=not core)

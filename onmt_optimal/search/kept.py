@@ -28,9 +28,9 @@ class Kept:
     """Rule ``r``'s ``K`` places are the columns ``r * K .. r * K + K - 1`` of every tensor: one rule (the usual
     case) reads them without a view, and a leaving example's row crosses to the host as it is.
 
-    ``merge`` takes one rule's items as ``(B, beam)`` and several rules' as ``(B, R, beam)``. The first saves
-    views only, no kernel (2 aten dispatches a decoder call at batch 1, 8 at batch 32, TVsub b = 10,
-    ``benchmarks/NOTES.md``), and is kept because callers with one rule hand their tensors over as they are."""
+    ``merge`` takes one rule's items as ``(B, beam)`` and several rules' as ``(B, R, beam)``. The first takes
+    views only, no kernel, and is kept because callers with one rule hand their tensors over as they are (the
+    count of what it saves: ``benchmarks/NOTES.md``)."""
 
     score: torch.Tensor  # (B, R * K) float: the rule's final score, -inf for an empty place
     #: (B, R * K) float: log p(y|x); None while every rule's score has been the log-probability itself (the

@@ -10,9 +10,8 @@ stack theirs into ``(B, R, ...)`` (``Kept`` takes both).
 ``One`` is a special case kept because it pays: every decode but the sweep has one rule, and each step it
 skips the per-rule record (the concatenation of the rules' done columns, the test of who still runs, three
 ``where``s, the step's codes, the count and the reduction to the example's column) and, on a step that merges,
-the mask of who still collects. Counted with ``scripts/op_breakdown.py`` against ``Several`` at ``R = 1`` (TVsub,
-b = 10; ``benchmarks/NOTES.md``), that saves 13 kernel-like operations and 45 aten dispatches a decoder call at
-batch 1, 15 and 60 at batch 32.
+the mask of who still collects. What that saves against ``Several`` at ``R = 1``
+is counted by ``scripts/op_breakdown.py`` and recorded in ``benchmarks/NOTES.md``.
 
 A stop's reason crosses the device boundary as a float32 code in the rows ``Beam.answers`` packs: ``CODES``,
 ``OWN`` and ``reason`` are that encoding (0: the rule still runs).

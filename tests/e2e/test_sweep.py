@@ -64,7 +64,7 @@ def test_one_decode_per_beam_equals_separate_runs(toy_run, our_worker, tmp_path,
 
 
 def test_bookkeeping_on_the_host_answers_as_next_to_the_model(toy_run):
-    """``Session.host = "cpu"`` (``SearchConfig.host``): the whole OpenNMT-py pipeline with the search's bookkeeping
+    """``Session.host = "cpu"`` (``Options.host``): the whole OpenNMT-py pipeline with the search's bookkeeping
     on the host (one packed transfer a step; here host and model share the CPU) gives every rule's records as
     with the bookkeeping next to the model, to the bit: the same operations on the same numbers."""
     model, d = toy_run

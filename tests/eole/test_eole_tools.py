@@ -68,7 +68,7 @@ def test_ratio_and_sweep_commands_take_an_eole_model(encoder_decoder, src, tmp_p
 
 
 def test_bookkeeping_on_the_host_answers_as_next_to_the_model(model, src):
-    """``EoleSession.host = "cpu"`` (``SearchConfig.host``): eole's pipeline with the search's bookkeeping on the
+    """``EoleSession.host = "cpu"`` (``Options.host``): eole's pipeline with the search's bookkeeping on the
     host gives every rule's records as next to the model, to the bit (host and model share the CPU here)."""
     from onmt_optimal.eole.session import EoleSession
     from onmt_optimal.sweep import decode_all
