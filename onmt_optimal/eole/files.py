@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from onmt_optimal.options import OptionError, _same_file
+from onmt_optimal.options import OptionError, _check_distinct, _same_file
 
 #: the files a run writes: eole's option -> how it writes it
 WRITTEN = {"output": "written at the end", "stats_file": "written at the end", "log_file": "appended to from the start",
@@ -27,18 +27,9 @@ def check(config, config_file: str | None) -> None:
     """``OptionError`` when a file ``config`` writes is one it reads (``config_file``: the ``-config`` YAML) or
     another file it writes."""
     written = [(f"-{name}", path) for name in WRITTEN if (path := _path(getattr(config, name, None)))]
-    for i, (flag, path) in enumerate(written):
-        for other_flag, other in written[:i]:
-            if _same_file(path, other):
-                raise OptionError(f"{flag} {path} and {other_flag} {other} are the same file: one would overwrite "
-                                  f"the other; name two different files")
-    reads = list(_reads(config, config_file))
+    _check_distinct(config, list(_reads(config, config_file)), written)
     models = _model_directories(config)
     for flag, path in written:
-        for read_flag, read in reads:
-            if _same_file(path, read):
-                raise OptionError(f"{flag} {path} is the {read_flag} file: writing it would destroy the input; "
-                                  f"name another file")
         for model in models:
             member = _in_model(path, model)
             if member is not None:
