@@ -33,11 +33,11 @@ def translate(argv: list[str]) -> None:
 
 def _read(path: str, unescape: bool = False) -> list[str]:
     """The lines of ``path``; with ``unescape``, cleaned as the shipped models' training data was (Moses
-    escapes undone, whitespace collapsed: ``onmt_optimal.text.normalize``)."""
+    escapes undone, whitespace collapsed: ``onmt_optimal.tools.text.normalize``)."""
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     if not unescape:
         return lines
-    from onmt_optimal.text import normalize
+    from onmt_optimal.tools.text import normalize
 
     return [normalize(line, unescape=True) for line in lines]
 
@@ -49,7 +49,7 @@ UNESCAPE_HELP = ("undo Moses escapes (&apos; &quot; &amp; @-@ ...) in the source
 def _session(translate_args: list[str]):
     """The model of ``translate_args``, loaded once: eole's (``-model_path``, or a ``-config`` YAML with
     ``model_path``: ``eole predict`` arguments) or OpenNMT-py's (``onmt_translate`` arguments)."""
-    from onmt_optimal import session
+    from onmt_optimal.tools import session
 
     return session.load(translate_args)
 
@@ -72,7 +72,7 @@ def ratio(argv: list[str]) -> None:
 
 def _ratio(args) -> None:
     """The files read (and checked: UTF-8, one reference a source line) before the model loads."""
-    from onmt_optimal.length_ratio import estimate_with_model, read_corpus
+    from onmt_optimal.tools.length_ratio import estimate_with_model, read_corpus
 
     src, refs = read_corpus(args.src, args.refs, args.unescape_moses)
     print(estimate_with_model(_session(args.translate_args), src, refs))
@@ -106,8 +106,8 @@ def sweep(argv: list[str]) -> None:
 def _sweep_args(args) -> tuple[list[int], list[float], list[str], list[list[str]]]:
     """The beam sizes, rewards and files of ``sweep``'s arguments, every one checked before a model loads
     (``tool_args``; a --src of no line is refused: no row could be written)."""
-    from onmt_optimal import tool_args
-    from onmt_optimal.length_ratio import RatioError, read_corpus
+    from onmt_optimal.tools import args as tool_args
+    from onmt_optimal.tools.length_ratio import RatioError, read_corpus
 
     beams, rewards = tool_args.parse_beams(args.beams), tool_args.parse_rewards(args.rewards)
     tool_args.check_ratio(args.ratio)
@@ -123,9 +123,9 @@ def _sweep(args) -> None:
     """The arguments and files read (and checked: UTF-8, one reference a source line) before the model loads."""
     import tempfile
 
-    from onmt_optimal import tool_args
-    from onmt_optimal.length_ratio import estimate_with_model
-    from onmt_optimal.sweep import paper_decoders, run_sweep
+    from onmt_optimal.tools import args as tool_args
+    from onmt_optimal.tools.length_ratio import estimate_with_model
+    from onmt_optimal.tools.sweep import paper_decoders, run_sweep
 
     un = args.unescape_moses
     beams, rewards, src_lines, refs = _sweep_args(args)
@@ -145,7 +145,7 @@ def _sweep_ray(args) -> None:
     from onmt_optimal.distributed.cluster import WorkerError
     from onmt_optimal.opennmt.checkpoint import CheckpointError
     from onmt_optimal.options import OptionError
-    from onmt_optimal.sweep import paper_decoders, run_sweep_ray
+    from onmt_optimal.tools.sweep import paper_decoders, run_sweep_ray
 
     beams, rewards, src_lines, refs = _sweep_args(args)
     try:
@@ -181,7 +181,7 @@ def _write_sweep(args, result: dict, rho: float) -> None:
 
 def parse_beams(spec: str) -> list[int]:
     """``--beams``' sizes (``tool_args.parse_beams``: an ``OptionError`` line for a bad one)."""
-    from onmt_optimal.tool_args import parse_beams as parse
+    from onmt_optimal.tools.args import parse_beams as parse
 
     return parse(spec)
 

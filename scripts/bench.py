@@ -30,7 +30,7 @@ both give identical numbers.
 
 Per variant and configuration it also counts the work of one decoder call (one call of the translator's
 ``_decode_and_generate``, i.e. one step of the batch), over one more pass after the timed rounds, with
-``onmt_optimal.profiling``: aten ops (``torch.profiler``, host side, the CPU proxy for kernel launches) and, on
+``onmt_optimal.bench.profiling``: aten ops (``torch.profiler``, host side, the CPU proxy for kernel launches) and, on
 CUDA, device kernels, device-to-host copies and host synchronizations (``torch.cuda.set_sync_debug_mode``), each
 also as a ratio to stock's. ``--count-only`` does only that pass (no timing, no sweep), the optimisation proxy.
 

@@ -10,7 +10,7 @@ costs in BLEU, written to benchmarks/RESULTS-precision.md and a JSON file beside
    against stock in the same precision and round (``onmt_optimal.bench``).
 2. BLEU: TVsub test (the first ``--test-lines``, 0: all), decoded with the shipped config
    (``configs/tvsub-zh-en/translate.yaml``, beam 5) and ``-stopping optimal`` in each precision, scored with
-   sacrebleu against its references (``onmt_optimal.evaluate``), with the mean steps and how many translations
+   sacrebleu against its references (``onmt_optimal.tools.evaluate``), with the mean steps and how many translations
    differ from fp32's.
 """
 from __future__ import annotations
@@ -63,11 +63,11 @@ def speed(args, precision: str, model: str, work: Path) -> tuple[dict, str]:
 def bleu(args, precisions: list[str], work: Path) -> list[dict]:
     import torch
 
-    from onmt_optimal.evaluate import corpus_score
+    from onmt_optimal.tools.evaluate import corpus_score
     from onmt_optimal.opennmt.session import Session
     from onmt_optimal.search.scoring import StockScore
     from onmt_optimal.search.stopping import OptimalityCertificate
-    from onmt_optimal.text import clean_file
+    from onmt_optimal.tools.text import clean_file
 
     torch.set_num_threads(1)
     folder = Path(args.data) / "tvsub-zh-en"

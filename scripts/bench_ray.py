@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from onmt_optimal.text import normalize
+from onmt_optimal.tools.text import normalize
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from onmt_optimal.evaluate import corpus_score
-from onmt_optimal.text import detokenize, normalize
+from onmt_optimal.tools.evaluate import corpus_score
+from onmt_optimal.tools.text import detokenize, normalize
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

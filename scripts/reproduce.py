@@ -6,18 +6,18 @@
 
 Any corpus and any number of references work (e.g. the LDC NIST sets of the paper). Steps:
 
-1. clean the raw dev/test files as the training data was (``onmt_optimal.text.normalize``: whitespace collapsed,
+1. clean the raw dev/test files as the training data was (``onmt_optimal.tools.text.normalize``: whitespace collapsed,
    Moses escapes undone with --unescape-moses) into work/reproduce/NAME/;
-2. estimate the length ratio rho on dev, in model tokens (``onmt_optimal.length_ratio``);
+2. estimate the length ratio rho on dev, in model tokens (``onmt_optimal.tools.length_ratio``);
 3. the sweep on dev: every decoder x beam sizes x rewards, one decode per beam size for all decoders that share
-   the ordinary beam and one for the shrinking ones (``onmt_optimal.sweep``) -> OUT/dev_sweep.json;
+   the ordinary beam and one for the shrinking ones (``onmt_optimal.tools.sweep``) -> OUT/dev_sweep.json;
 4. tune each decoder family's (beam, reward) on dev BLEU, the historical ``opennmt2017`` rule (the paper's
    baseline) included, decode test with it, and decode test at the fixed settings too (stock default and
    ``opennmt2017`` at b = 5 and the paper's b = 16; default, optimal stopping and ``opennmt2017`` at b = 10 and
-   16 for the steps saved: ``onmt_optimal.reproduce``) -> OUT/test_eval.json, every test output as OUT/hyps/test.KEY.txt and
+   16 for the steps saved: ``onmt_optimal.paper.reproduce``) -> OUT/test_eval.json, every test output as OUT/hyps/test.KEY.txt and
    per-sentence steps, lengths and log-probabilities in OUT/test_sentences.json (so the paired-bootstrap
    p-values can be recomputed from committed files);
-5. tables with paired-bootstrap statistics, figures and OUT/README.md (``onmt_optimal.report``, as
+5. tables with paired-bootstrap statistics, figures and OUT/README.md (``onmt_optimal.paper.report``, as
    ``scripts/make_report.py`` writes them).
 
 Progress bars (tqdm) go to stderr: one over the dev sweep's beam sizes, one over the test decodes.
@@ -36,13 +36,13 @@ from pathlib import Path
 
 import torch
 
-from onmt_optimal import reproduce
+from onmt_optimal.paper import reproduce
 from onmt_optimal.__main__ import parse_beams
-from onmt_optimal.length_ratio import estimate_with_model
-from onmt_optimal.report.write import write_report
+from onmt_optimal.tools.length_ratio import estimate_with_model
+from onmt_optimal.paper.report.write import write_report
 from onmt_optimal.opennmt.session import Session
-from onmt_optimal.sweep import run_sweep
-from onmt_optimal.text import clean_file
+from onmt_optimal.tools.sweep import run_sweep
+from onmt_optimal.tools.text import clean_file
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,7 @@ For every source sentence (optionally only those with at most ``--max_src_tokens
 1. the beam: ``python -m onmt_optimal translate`` (i.e. ``onmt_translate`` with this package's flags) with
    ``-stopping optimal -with_score -stats_file``, ``-beam_size B``, the chosen scoring rule, and
    ``-max_length T -max_length_ratio 0`` (so T does not depend on batching);
-2. the oracle: ``onmt_optimal.exact_search.exact_search`` (depth-first branch and bound) on the same model
+2. the oracle: ``onmt_optimal.tools.exact_search.exact_search`` (depth-first branch and bound) on the same model
    and the same rule, seeded with the beam's answer, under a node and a time budget.
 
 Reported (a JSON file and a table): how often the beam's answer is the proved global optimum; how often the
@@ -35,7 +35,7 @@ import time
 import warnings
 from pathlib import Path
 
-from onmt_optimal.search_errors import SearchErrorsError, oracle, print_table, row_text, rule_of, run_beam, summarize
+from onmt_optimal.tools.search_errors import SearchErrorsError, oracle, print_table, row_text, rule_of, run_beam, summarize
 
 
 def parse_args(argv=None):
@@ -78,7 +78,7 @@ def main(argv=None) -> dict:
 def measure(args) -> dict:
     """The beam and the oracle on the selected sentences: the report (also written to ``--json``), and its
     table printed."""
-    from onmt_optimal.exact_search import load_model
+    from onmt_optimal.tools.exact_search import load_model
 
     rule = rule_of(args)
     if not Path(args.src).is_file():

@@ -15,9 +15,9 @@ from onmt_optimal.bench import precision
 from onmt_optimal.bench.decoding import bench_decoding
 from onmt_optimal.bench.sweep import bench_sweep
 from onmt_optimal.bench.timers import CLOCKS, ForwardTimer, PartTimer
-from onmt_optimal.length_ratio import estimate_with_model
+from onmt_optimal.tools.length_ratio import estimate_with_model
 from onmt_optimal.opennmt.session import Session
-from onmt_optimal.text import clean_file
+from onmt_optimal.tools.text import clean_file
 
 #: the sweep's grid: every beam size 1..20 at every reward of the paper's Table 2
 SWEEP_BEAMS = list(range(1, 21))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from onmt_optimal.sweep import Decoder, run_sweep
+from onmt_optimal.tools.sweep import Decoder, run_sweep
 
 
 def bench_sweep(session, src, refs, beams, rewards, ratio, progress=False, clock=time.perf_counter):

@@ -1,5 +1,5 @@
-"""The r x b sweep on Ray: its decodes (one per beam size and beam kind, ``onmt_optimal.sweep``) spread over
-actors, each holding one session of either toolkit (``onmt_optimal.session.load``: the model, loaded once).
+"""The r x b sweep on Ray: its decodes (one per beam size and beam kind, ``onmt_optimal.tools.sweep``) spread over
+actors, each holding one session of either toolkit (``onmt_optimal.tools.session.load``: the model, loaded once).
 
 A decode is the whole dev set at one beam size for one group of decoders sharing a beam; its records are a
 function of the model, the source, the beam size and the rules, so an actor restarted mid-decode (Ray's
@@ -28,7 +28,7 @@ class SweepWorker:
             torch.set_num_threads(threads)
             if cwd and os.path.isdir(cwd):
                 os.chdir(cwd)
-            from onmt_optimal import session
+            from onmt_optimal.tools import session
             from onmt_optimal.eole.session import is_eole
 
             # either toolkit's (``session.load``); an OpenNMT-py GPU worker decodes on the one Ray gives it
@@ -41,7 +41,7 @@ class SweepWorker:
         return self.error
 
     def ratio(self, src_lines: list[str], refs: list[list[str]]) -> float:
-        from onmt_optimal.length_ratio import estimate_with_model
+        from onmt_optimal.tools.length_ratio import estimate_with_model
 
         return estimate_with_model(self.session, src_lines, refs).corpus
 

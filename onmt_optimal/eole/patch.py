@@ -60,7 +60,7 @@ def patch_dynamic_iterator() -> None:
 
 def patch_text_corpus() -> None:
     """``eole.inputters.text_corpus``: ``ParallelCorpus.load`` says which line of ``src`` is not UTF-8."""
-    from onmt_optimal import source
+    from onmt_optimal.adapter import source
 
     corpus = _module("eole.inputters.text_corpus").ParallelCorpus
     if not ours(corpus.load):
@@ -200,7 +200,7 @@ def _built(stock_build, cls, args):
     import yaml
     from pydantic import ValidationError
 
-    from onmt_optimal import yaml_guard
+    from onmt_optimal.adapter import yaml_guard
     from onmt_optimal.eole import options
 
     path = getattr(args, "config", None)

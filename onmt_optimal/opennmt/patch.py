@@ -133,7 +133,7 @@ def _utf8_checked(load):
 
     @functools.wraps(load)
     def load_checked(corpus, *args, **kwargs):
-        from onmt_optimal import source
+        from onmt_optimal.adapter import source
 
         return source.checked(load)(corpus, *args, **kwargs)
 
@@ -265,7 +265,7 @@ def _one_line_errors(get_parser):
 
 def _guard_config(parser) -> None:
     """The parser's YAML ``-config`` reader, preceded by ``yaml_guard`` (alias bombs, mappings as values)."""
-    from onmt_optimal import yaml_guard
+    from onmt_optimal.adapter import yaml_guard
 
     reader = getattr(parser, "_config_file_parser", None)
     if reader is not None and type(reader).__name__ == "YAMLConfigFileParser":

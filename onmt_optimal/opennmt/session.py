@@ -1,5 +1,5 @@
 """A loaded OpenNMT-py model and its transforms, for the tools that decode many times (sweep, ratio; chosen by
-``onmt_optimal.session.load``).
+``onmt_optimal.tools.session.load``).
 
 ``Session`` parses ordinary ``onmt_translate`` arguments (CLI flags or ``-config`` YAML), loads the model once
 through OpenNMT-py's own ``InferenceEnginePY`` and then decodes any source file with any set of rules sharing

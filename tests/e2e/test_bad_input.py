@@ -19,7 +19,7 @@ import torch
 from helpers import toy
 from onmt_optimal import __main__ as cli
 from onmt_optimal.opennmt import hook, install
-from onmt_optimal.text import unescape_moses
+from onmt_optimal.tools.text import unescape_moses
 
 BIN = Path(sys.executable).parent
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")

@@ -1,4 +1,4 @@
-"""The exact-search oracle (``onmt_optimal.exact_search``) end to end: a tiny model trained with the real
+"""The exact-search oracle (``onmt_optimal.tools.exact_search``) end to end: a tiny model trained with the real
 ``onmt_train``; the OpenNMT adapter's log-probabilities agree with ``onmt_translate``'s greedy scores and with
 teacher-forced decoding, and the oracle is never below ``onmt_translate``'s beam. On synthetic distributions
 against brute force: ``tests/unit/test_exact_search.py``.
@@ -16,7 +16,7 @@ import torch
 
 from helpers import toy
 from helpers.float32 import score_tolerance
-from onmt_optimal.exact_search import (STOP_NODE_BUDGET, STOP_OPTIMAL, OpenNMTScorer, exact_search, load_model,
+from onmt_optimal.tools.exact_search import (STOP_NODE_BUDGET, STOP_OPTIMAL, OpenNMTScorer, exact_search, load_model,
                                        rescore)
 from onmt_optimal.search.scoring import BoundedWordReward, StockScore
 

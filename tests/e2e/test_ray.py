@@ -343,7 +343,7 @@ def test_bad_model_is_one_line(ray_cluster, corpus, tmp_path):
 def test_sweep_on_workers_equals_one_process(ray_cluster, toy_model, corpus):
     from onmt_optimal.search.registry import paper_decoders
     from onmt_optimal.opennmt.session import Session
-    from onmt_optimal.sweep import run_sweep, run_sweep_ray
+    from onmt_optimal.tools.sweep import run_sweep, run_sweep_ray
 
     src = corpus / "dev.src"
     src_lines = src.read_text().splitlines()[:40]

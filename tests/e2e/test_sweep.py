@@ -8,7 +8,7 @@ import torch
 
 from helpers.float32 import score_tolerance
 from onmt_optimal.opennmt.session import Session
-from onmt_optimal.sweep import Decoder, decode_all
+from onmt_optimal.tools.sweep import Decoder, decode_all
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ COMMON = ["-max_length_ratio", "0", "-max_length", "25", "-batch_size", "8"]
 @pytest.mark.parametrize("beam", [1, 4])
 def test_one_decode_per_beam_equals_separate_runs(ours, model, src, tmp_path, beam):
     from onmt_optimal.eole.session import EoleSession
-    from onmt_optimal.sweep import decode_all
+    from onmt_optimal.tools.sweep import decode_all
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the worker (OMP_NUM_THREADS=1): the same float32 sums
@@ -71,7 +71,7 @@ def test_bookkeeping_on_the_host_answers_as_next_to_the_model(model, src):
     """``EoleSession.host = "cpu"`` (``Options.host``): eole's pipeline with the search's bookkeeping on the
     host gives every rule's records as next to the model, to the bit (host and model share the CPU here)."""
     from onmt_optimal.eole.session import EoleSession
-    from onmt_optimal.sweep import decode_all
+    from onmt_optimal.tools.sweep import decode_all
 
     session = EoleSession(["-model_path", str(model), *COMMON])
     decoders = [c[0] for c in CASES]

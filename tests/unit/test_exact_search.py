@@ -1,4 +1,4 @@
-"""The exact-search oracle (``onmt_optimal.exact_search``) on ``SyntheticModel``.
+"""The exact-search oracle (``onmt_optimal.tools.exact_search``) on ``SyntheticModel``.
 
 With a tiny vocabulary and ``T <= 5`` the oracle's score equals the maximum over a brute-force enumeration of
 *every* hypothesis of length <= T (computed here, level by level, with the same float32 arithmetic), for every
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from helpers import synthetic as syn
 from helpers.tiers import examples
-from onmt_optimal.exact_search import STOP_NODE_BUDGET, STOP_OPTIMAL, STOP_TIME_BUDGET, exact_search, rescore
+from onmt_optimal.tools.exact_search import STOP_NODE_BUDGET, STOP_OPTIMAL, STOP_TIME_BUDGET, exact_search, rescore
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
 
 EOS = syn.EOS

@@ -83,3 +83,23 @@ def test_adapters_share_only_what_lives_outside_both():
         path = PACKAGE / module if (PACKAGE / module).is_dir() else PACKAGE / f"{module}.py"
         for file in ([path] if path.is_file() else path.rglob("*.py")):
             assert not {m.split(".")[0] for m in imports(file)} & {"onmt", "eole"}, file
+
+
+#: what a user's decode runs; the tools, the paper's reproduction and the benchmarks are apart from it
+DECODE = ("search", "adapter", "opennmt", "eole", "hf", "vllm", "distributed")
+APART = ("tools", "paper", "bench")
+#: the decode side's modules that serve the tools: a toolkit's loaded model for the tools' many decodes, and
+#: the sweep on Ray
+SERVE_TOOLS = {"onmt_optimal.opennmt.session", "onmt_optimal.eole.session", "onmt_optimal.distributed.sweep"}
+
+
+def test_decode_imports_no_tool():
+    """What ``onmt_translate``, ``eole predict``, ``generate`` and vLLM run with the new options (the package's
+    top level but ``__main__``, and ``DECODE``) imports nothing of ``tools/``, ``paper/`` or ``bench/``."""
+    for name, targets in graph().items():
+        parts = name.split(".")
+        top_level = len(parts) == 2 and parts[1] not in APART + DECODE + ("__main__",)
+        if name in SERVE_TOOLS or not (top_level or (len(parts) > 1 and parts[1] in DECODE)):
+            continue
+        for target in targets:
+            assert target.split(".")[1:2] not in ([a] for a in APART), (name, target)

@@ -19,7 +19,7 @@ CHECK = (
 
 
 @pytest.mark.parametrize("first", ["onmt_optimal.opennmt.beam_search", "onmt_optimal.opennmt.translator",
-                                   "onmt_optimal.opennmt.empty_lines", "onmt_optimal.sweep", "onmt"])
+                                   "onmt_optimal.opennmt.empty_lines", "onmt_optimal.tools.sweep", "onmt"])
 def test_first_import_of_any_module_patches_opennmt(first):
     done = subprocess.run([sys.executable, "-c", f"import {first}\n" + CHECK], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from onmt_optimal.evaluate import corpus_score
-from onmt_optimal.length_ratio import estimate
+from onmt_optimal.tools.evaluate import corpus_score
+from onmt_optimal.tools.length_ratio import estimate
 
 
 def test_installing_never_asks_for_torch_or_opennmt():

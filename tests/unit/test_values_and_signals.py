@@ -13,7 +13,9 @@ import pytest
 import torch
 import yaml
 
-from onmt_optimal import failures, import_hook, tool_args, yaml_guard
+from onmt_optimal import failures, import_hook
+from onmt_optimal.tools import args as tool_args
+from onmt_optimal.adapter import yaml_guard
 from onmt_optimal.options import OptionError
 from onmt_optimal.search import limits
 from onmt_optimal.search.record import Record, StopReason

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from onmt_optimal.report.cells import f2
-from onmt_optimal.report.results import row_key
-from onmt_optimal.report.significance import (N_SAMPLES, SEEDS, Comparison, Resampler, corpus_bleu, signature,
+from onmt_optimal.paper.report.cells import f2
+from onmt_optimal.paper.report.results import row_key
+from onmt_optimal.paper.report.significance import (N_SAMPLES, SEEDS, Comparison, Resampler, corpus_bleu, signature,
                                               subset)
-from onmt_optimal.text import normalize
+from onmt_optimal.tools.text import normalize
 
 #: the repository root: paths in the JSON meta that do not exist from the working directory are read from here
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class Stats:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from onmt_optimal.report.cells import printed
+from onmt_optimal.paper.report.cells import printed
 
 SEEDS = (12345, 1, 2, 3, 4)  # 12345 (sacrebleu's default) gives the figures; all of them decide the labels
 N_SAMPLES = 10000
@@ -42,7 +42,7 @@ CHUNK = 250  # resamples summed at once (bounds memory: CHUNK x sentences x stat
 
 def bleu_metric():
     """The metric of every reported number: sacrebleu BLEU, case-insensitive, on the tokenized outputs
-    (``onmt_optimal.evaluate.corpus_score``; ``force`` only silences sacrebleu's tokenized-input warning)."""
+    (``onmt_optimal.tools.evaluate.corpus_score``; ``force`` only silences sacrebleu's tokenized-input warning)."""
     from sacrebleu.metrics import BLEU
 
     return BLEU(lowercase=True, force=True)  # tokenized text on purpose, as the results score it
@@ -236,6 +236,6 @@ def subset(lines: list[str], idx: list[int]) -> list[str]:
 
 
 def corpus_bleu(hyps: list[str], refs: list[list[str]]) -> tuple[float, float]:
-    """(BLEU, length ratio sys_len / ref_len), as ``onmt_optimal.evaluate.corpus_score`` computes them."""
+    """(BLEU, length ratio sys_len / ref_len), as ``onmt_optimal.tools.evaluate.corpus_score`` computes them."""
     result = bleu_metric().corpus_score(hyps, refs)
     return result.score, result.sys_len / max(result.ref_len, 1)

@@ -2,7 +2,7 @@
 learning its SentencePiece models.
 
 Text files are UTF-8, ``.gz`` read transparently; lines are cleaned as the tools clean them
-(``onmt_optimal.text.normalize``). Line counts that do not match raise ``CorpusError`` with the one line to say.
+(``onmt_optimal.tools.text.normalize``). Line counts that do not match raise ``CorpusError`` with the one line to say.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import gzip
 import os
 import random
 
-from onmt_optimal.text import normalize
+from onmt_optimal.tools.text import normalize
 
 
 class CorpusError(ValueError):

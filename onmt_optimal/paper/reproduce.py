@@ -15,9 +15,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from onmt_optimal.report.paper import HISTORICAL
+from onmt_optimal.paper.report.paper import HISTORICAL
 from onmt_optimal.search.registry import STOPPING_RULES
-from onmt_optimal.sweep import Decoder, decode_all, paper_decoders, summarize
+from onmt_optimal.tools.sweep import Decoder, decode_all, paper_decoders, summarize
 
 
 def decoders(rewards: list[float]) -> list[Decoder]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 import time
 
-from onmt_optimal.evaluate import corpus_score
+from onmt_optimal.tools.evaluate import corpus_score
 from onmt_optimal.progress import count_lines, sentence_bar
 from onmt_optimal.search.registry import Decoder, paper_decoders
 

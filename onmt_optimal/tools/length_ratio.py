@@ -54,7 +54,7 @@ def read_lines(flag: str, path: str, unescape: bool = False) -> list[str]:
     (``text.normalize``). A file that cannot be read, or is not UTF-8, is a ``RatioError`` naming ``flag``."""
     from pathlib import Path
 
-    from onmt_optimal import source
+    from onmt_optimal.adapter import source
 
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -66,7 +66,7 @@ def read_lines(flag: str, path: str, unescape: bool = False) -> list[str]:
         raise RatioError(f"{flag} {path}: {where} is not UTF-8 ({err.reason}); convert the file to UTF-8") from None
     if not unescape:
         return lines
-    from onmt_optimal.text import normalize
+    from onmt_optimal.tools.text import normalize
 
     return [normalize(line, unescape=True) for line in lines]
 

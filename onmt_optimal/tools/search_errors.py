@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from onmt_optimal import options
-from onmt_optimal.exact_search import OpenNMTScorer, exact_search
+from onmt_optimal.tools.exact_search import OpenNMTScorer, exact_search
 
 
 class SearchErrorsError(Exception):
