@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, make_dataclass
 
 from onmt_optimal.failures import Fault
-from onmt_optimal.option_table import BY_NAME, OPENNMT, TABLE, Placeholder, spell
+from onmt_optimal.option_table import BY_NAME, EOLE, OPENNMT, TABLE, Placeholder, spell
 from onmt_optimal.search import limits, registry
 from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.scoring import ScoringRule
@@ -112,10 +112,10 @@ class Options:
         return self.rules[0][1] if self.rules else None
 
     @classmethod
-    def from_opt(cls, opt, global_scorer, prog: str = "onmt_translate") -> "Options":
+    def from_opt(cls, opt, global_scorer, prog: str = "onmt_translate", toolkit: str = OPENNMT) -> "Options":
         """The search OpenNMT-py's parsed options select (validated already, with the command line: ``validate``);
         ``-n_best`` beyond what the beam can complete is warned about on stderr, once."""
-        flags = Flags.read(opt)
+        flags = Flags.read(opt, toolkit)
         if not flags.active:
             return cls()
         warning = n_best_warning(opt, flags)
@@ -126,7 +126,7 @@ class Options:
     @classmethod
     def from_config(cls, config, global_scorer) -> "Options":
         """The search eole's config selects (validated already: ``eole.options.validate``)."""
-        return cls.from_opt(config, global_scorer, prog="eole predict")
+        return cls.from_opt(config, global_scorer, prog="eole predict", toolkit=EOLE)
 
 
 def n_best_warning(opt, flags: Flags | None = None) -> str | None:
@@ -230,7 +230,7 @@ def _check_distinct(opt, reads=None, writes=None) -> None:
 def _check_device(opt) -> None:
     """``-gpu N`` needs CUDA device N here (with -ray_workers the workers, not this process, need it)."""
     gpu = getattr(opt, "gpu", -1)
-    if gpu is None or gpu < 0 or getattr(opt, "ray_workers", 0):
+    if gpu is None or gpu < 0 or Flags.read(opt).ray_workers:
         return
     import torch
 

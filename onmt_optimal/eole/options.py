@@ -7,8 +7,9 @@ makes a subclass of eole's ``PredictConfig`` with them, which ``patch`` gives to
 appear in ``eole predict -h`` and YAML configs accept the keys; stock eole forbids unknown keys).
 
 Validation (``validate``, run once, by ``Predict.build_config``: ``patch``) is the shared one
-(``onmt_optimal.options.validate``: it reads only option values, no toolkit), plus eole's sampling options (``top_k``/``top_p``); flags are named as eole's command line also
-spells them (``-stopping``; eole accepts ``--stopping`` and ``-stopping``). Every impossible combination raises
+(``onmt_optimal.options.validate``: it reads only option values, no toolkit), plus eole's sampling options
+(``top_k``/``top_p``) and self-speculative decoding; flags are named as eole's command line also spells them
+(``-stopping``; eole accepts ``--stopping`` and ``-stopping``). Every impossible combination raises
 ``OptionError`` with a one-line message.
 """
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """The new ``onmt_translate`` flags on OpenNMT-py's command line.
 
 ``add_options`` adds two argument groups, made from ``option_table``, to any OpenNMT-py translate parser (CLI
-and YAML alike, since OpenNMT-py's configargparse reads YAML keys through the same parser). What the flags mean (their validation,
-``OptionError``, and the search they select, ``Options.from_opt``) is toolkit-free and lives in
-``onmt_optimal.options``, the Ray flags' in ``onmt_optimal.distributed.options``. ``validate_parsed`` is every
-check of parsed translate options as ``onmt_translate`` runs them: the command's own (``check_command``: its
-files, sizes, device), then OpenNMT-py's validation sequence, ours included (``patch`` adds the value checks of
-our flags to ``validate_translate_opts``).
+and YAML alike, since OpenNMT-py's configargparse reads YAML keys through the same parser). What the flags mean
+(their validation, ``OptionError``, and the search they select, ``Options.from_opt``) is toolkit-free and lives
+in ``onmt_optimal.options``, the Ray flags' combinations in ``onmt_optimal.distributed.options``.
+``validate_parsed`` is every check of parsed translate options as ``onmt_translate`` runs them: the command's
+own (``check_command``: its files, sizes, device), then OpenNMT-py's validation sequence, ours included
+(``patch`` adds the value checks of our flags to ``validate_translate_opts``).
 """
 from __future__ import annotations
 
