@@ -1,26 +1,32 @@
 """What the new options mean, for every toolkit's adapter: their values, their validation and the search they
 select.
 
-``Flags.read`` is the one place that reads the search's flags from parsed options (OpenNMT-py's names, which
-eole's options share), and ``Flags.active`` the one answer to "are our flags on". ``validate`` raises
-``OptionError`` with a one-line message for any value or combination the search cannot honour, once per process,
-with the toolkit's own validation of its command line; ``Options`` (frozen) is what a decode runs, made from
+The options themselves (names, types, defaults, allowed values, help) are declared once, in ``option_table``.
+``Flags`` is the one frozen record of their values, made from that table: ``Flags.read`` reads them from parsed
+options (OpenNMT-py's ``opt``, eole's config: the same names), ``Flags.of`` from a Python call's keyword
+arguments (transformers', vLLM's); ``Flags.active`` is the one answer to "are our flags on" and ``Flags.rules``
+the one way the (scoring, stopping) rules are built (``search.registry.rules``). ``check_search`` is the one
+validation of the search's values and combinations, for every toolkit, with one wording of each error (the
+option spelled as the toolkit's user writes it: ``option_table.spell``); ``validate`` runs it, with the checks
+of OpenNMT-py's and eole's other options, once per process with the toolkit's own validation of its command
+line. ``OptionError`` carries the one-line message. ``Options`` (frozen) is what a decode runs, made from
 validated options by each toolkit's adapter (``Options.from_opt``, ``Options.from_config``): (scoring, stopping)
 rules sharing one beam, or the toolkit's own search, where the bookkeeping lives and where the statistics go.
 Registering the flags on a toolkit's command line is the adapter's business (``opennmt.options.add_options``,
-``eole.options.config_class``); the Ray flags' meaning is ``distributed.options``'s.
+``eole.options.config_class``, from the table); the Ray flags' combinations are ``distributed.options``'s.
 """
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, make_dataclass
 
 from onmt_optimal.failures import Fault
+from onmt_optimal.option_table import BY_NAME, EOLE, OPENNMT, TABLE, Placeholder, spell
 from onmt_optimal.search import limits, registry
 from onmt_optimal.search.beam import AUTO
-from onmt_optimal.search.registry import STOPPING_RULES
-from onmt_optimal.search.scoring import BOUNDS, ScoringRule
+from onmt_optimal.search.scoring import ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
 
 
@@ -30,27 +36,44 @@ class OptionError(Fault, ValueError):
     status = 2  # as argparse's own errors
 
 
-@dataclass(frozen=True)
-class Flags:
-    """The values of the search's flags in parsed options (OpenNMT-py's ``opt``, eole's config: the same names),
-    read in one place (``read``; a flag a toolkit does not register reads as its default)."""
+class OptionTypeError(OptionError, TypeError):
+    """An option value of the wrong kind (a string for a number, a number for True or False): an ``OptionError``
+    and, as Python calls expect of an argument of the wrong kind, a ``TypeError``."""
 
-    stopping: str = "default"
-    length_reward: float = 0.0
-    length_ratio: float | None = None
-    bp_norm: bool = False
-    bound: str = "exact"
-    stats_file: str | None = None
+
+class _Flags:
+    """What ``Flags`` does with its fields (one per option of ``option_table.TABLE``)."""
 
     @classmethod
-    def read(cls, opt) -> "Flags":
-        return cls(**{f.name: getattr(opt, f.name, f.default) for f in fields(cls)})
+    def read(cls, opt, toolkit: str = OPENNMT) -> "Flags":
+        """The values in a toolkit's parsed options; an option it does not register (OpenNMT-py's server and
+        training take its translate options without ours) reads as the toolkit's default."""
+        return cls(**{o.name: getattr(opt, o.name, o.default_for(toolkit)) for o in TABLE})
+
+    @classmethod
+    def of(cls, toolkit: str, **values) -> "Flags":
+        """The values of a Python call's keyword arguments, the others at ``toolkit``'s defaults."""
+        return cls(**{**{o.name: o.default_for(toolkit) for o in TABLE}, **values})
 
     @property
     def active(self) -> bool:
         """Whether the flags ask for our search (else decoding is the toolkit's own): the one definition."""
         return (self.stopping != "default" or (self.length_reward or 0) > 0 or bool(self.bp_norm)
                 or bool(self.stats_file))
+
+    def rules(self, own_score: Callable[[], ScoringRule],
+              own_stopping: Mapping[str, Callable[[], StoppingRule]] | None = None) -> tuple:
+        """The (scoring, stopping) rules these (validated) values ask for, on the toolkit's own score and
+        stopping rules where no option replaces them (``search.registry.rules``)."""
+        return registry.rules(self.stopping, own_score, length_reward=self.length_reward,
+                              length_ratio=self.length_ratio, bp_norm=self.bp_norm, bound=self.bound,
+                              own_stopping=own_stopping)
+
+
+#: the values of the options (``option_table.TABLE``), read in one place (``read``, ``of``)
+Flags = make_dataclass("Flags", [(o.name, o.annotation, field(default=o.default)) for o in TABLE],
+                       bases=(_Flags,), frozen=True)
+Flags.__module__ = __name__
 
 
 @dataclass(frozen=True)
@@ -89,22 +112,21 @@ class Options:
         return self.rules[0][1] if self.rules else None
 
     @classmethod
-    def from_opt(cls, opt, global_scorer, prog: str = "onmt_translate") -> "Options":
+    def from_opt(cls, opt, global_scorer, prog: str = "onmt_translate", toolkit: str = OPENNMT) -> "Options":
         """The search OpenNMT-py's parsed options select (validated already, with the command line: ``validate``);
         ``-n_best`` beyond what the beam can complete is warned about on stderr, once."""
-        flags = Flags.read(opt)
+        flags = Flags.read(opt, toolkit)
         if not flags.active:
             return cls()
         warning = n_best_warning(opt, flags)
         if warning:
             sys.stderr.write(f"{prog}: warning: {warning}\n")
-        rule = (scoring_rule(opt, global_scorer), STOPPING_RULES[flags.stopping]())
-        return cls(rules=(rule,), stats_file=flags.stats_file)
+        return cls(rules=flags.rules(lambda: _own_score(opt, flags, global_scorer)), stats_file=flags.stats_file)
 
     @classmethod
     def from_config(cls, config, global_scorer) -> "Options":
         """The search eole's config selects (validated already: ``eole.options.validate``)."""
-        return cls.from_opt(config, global_scorer, prog="eole predict")
+        return cls.from_opt(config, global_scorer, prog="eole predict", toolkit=EOLE)
 
 
 def n_best_warning(opt, flags: Flags | None = None) -> str | None:
@@ -127,12 +149,16 @@ def n_best_warning(opt, flags: Flags | None = None) -> str | None:
 
 
 def scoring_rule(opt, global_scorer) -> ScoringRule:
-    """The scoring rule the (validated) options ask for (``search.registry.scoring_rule``)."""
+    """The scoring rule the (validated) options ask for (``Flags.rules``)."""
     flags = Flags.read(opt)
-    return registry.scoring_rule(
+    return flags.rules(lambda: _own_score(opt, flags, global_scorer))[0][0]
+
+
+def _own_score(opt, flags, global_scorer) -> ScoringRule:
+    """OpenNMT-py's (and eole's) own score, as its ``GNMTGlobalScorer`` computes it (``registry.opennmt_score``)."""
+    return registry.opennmt_score(
         length_penalty=getattr(opt, "length_penalty", "none") if global_scorer.has_len_pen else "none",
-        alpha=global_scorer.alpha, coverage=global_scorer.has_cov_pen, reward=flags.length_reward,
-        ratio=flags.length_ratio, bp_norm=flags.bp_norm, bound=flags.bound)
+        alpha=global_scorer.alpha, coverage=global_scorer.has_cov_pen, ratio=flags.length_ratio, bound=flags.bound)
 
 
 def _check_writable(flag: str, path: str | None) -> None:
@@ -204,7 +230,7 @@ def _check_distinct(opt, reads=None, writes=None) -> None:
 def _check_device(opt) -> None:
     """``-gpu N`` needs CUDA device N here (with -ray_workers the workers, not this process, need it)."""
     gpu = getattr(opt, "gpu", -1)
-    if gpu is None or gpu < 0 or getattr(opt, "ray_workers", 0):
+    if gpu is None or gpu < 0 or Flags.read(opt).ray_workers:
         return
     import torch
 
@@ -281,22 +307,6 @@ def _max_length(opt) -> int | None:
     return max_length if isinstance(max_length, int) and max_length >= 1 else None
 
 
-def _check_numbers(opt, flags: Flags) -> None:
-    """The numbers of the score, each a finite float32-safe value (``search.limits``): -length_reward and
-    -length_ratio always; with our flags on, also -alpha (under -length_penalty avg|wu) and -beta, which stock
-    takes as they are (a NaN makes every hypothesis NaN; our statistics must stay numbers)."""
-    T = _max_length(opt)
-    problems = [limits.reward_error("-length_reward", flags.length_reward, T),
-                limits.ratio_error("-length_ratio", flags.length_ratio)]
-    if flags.active:
-        kind = getattr(opt, "length_penalty", "none")
-        problems += [limits.exponent_error("-alpha", getattr(opt, "alpha", 0.0), kind, T),
-                     limits.finite_error("-beta", getattr(opt, "beta", 0.0))]
-    for problem in problems:
-        if problem is not None:
-            raise OptionError(problem)
-
-
 def check_run(opt, reads=None, writes=None) -> None:
     """Raise ``OptionError`` for what the command's own run cannot do: a -src that cannot be read, a
     -stats_file, -output or -log_file that could not be written, a file written over one the run reads or over
@@ -312,10 +322,80 @@ def check_run(opt, reads=None, writes=None) -> None:
     _check_device(opt)
 
 
-def validate(opt, run: bool = True) -> None:
-    """Raise ``OptionError`` for any value or combination the search cannot honour and, with ``run``, for what
-    the command's run cannot do (``check_run``). The Ray flags are ``distributed.options.validate``'s."""
-    flags = Flags.read(opt)
+def _raise(problem: str | None, value=None, kind=None) -> None:
+    """``problem`` (if any) as an ``OptionError``: an ``OptionTypeError`` where ``value`` is not of ``kind``."""
+    if problem is None:
+        return
+    if kind is not None and not (isinstance(value, kind) and (kind is bool or not isinstance(value, bool))):
+        raise OptionTypeError(problem)
+    raise OptionError(problem)
+
+
+def check_search(flags: Flags, toolkit: str = OPENNMT, max_length: int | None = None,
+                 own_numbers: Iterable[str | None] = (), length_penalty: str | None = None,
+                 normalized: bool = False, normalized_as: str = "") -> None:
+    """Raise ``OptionError`` (one line, the options spelled as ``toolkit``'s user writes them) for a value of the
+    search's options ``toolkit`` cannot take or a combination the search cannot honour, in this order: the
+    ``stopping`` rule (one of the toolkit's, or a list of distinct ones where it takes a list, with
+    ``shrinking`` alone: it runs a beam of its own); the length reward and ratio (finite float32-safe numbers,
+    ``search.limits``; ``max_length`` bounds the reward); the toolkit's own numbers of the score
+    (``own_numbers``: its complaints, or None); a switch that is not True or False; the ``bound``; then the
+    combinations: a reward or BP-norm with the toolkit's length normalization where it must be off
+    (``length_penalty``, a command line's: ``none``); BP-norm without a ratio or with a reward; ``bound
+    predicted`` on a score that is not normalized (``normalized``, described as ``normalized_as``), or without
+    a ratio. A value of the wrong kind raises ``OptionTypeError``."""
+    def s(name, value=None):
+        return spell(toolkit, name, value)
+
+    stopping = BY_NAME["stopping"]
+    choices, many = stopping.choices_for(toolkit), toolkit in stopping.many
+    names = ([flags.stopping] if isinstance(flags.stopping, str)
+             else list(flags.stopping) if many and isinstance(flags.stopping, (list, tuple)) else [])
+    if not names or any(not isinstance(n, str) or n not in choices for n in names):
+        _raise(f"{s('stopping')} must be one of {', '.join(choices)}{', or a list of them' if many else ''} "
+               f"(got {flags.stopping!r})", flags.stopping, (str, list, tuple) if many else str)
+    if len(set(names)) != len(names):
+        raise OptionError(f"{s('stopping')} names a rule twice (got {flags.stopping!r})")
+    if "shrinking" in names and len(names) > 1:
+        raise OptionError(f"{s('stopping', 'shrinking')} runs a beam of its own: it cannot share a decode with "
+                          f"other rules")
+    _raise(limits.reward_error(s("length_reward"), flags.length_reward, max_length), flags.length_reward,
+           (int, float))
+    _raise(limits.ratio_error(s("length_ratio"), flags.length_ratio), flags.length_ratio, (int, float))
+    for problem in own_numbers:
+        _raise(problem)
+    for option in TABLE:
+        value = getattr(flags, option.name)
+        if option.type is bool and toolkit in option.toolkits and not isinstance(value, bool):
+            raise OptionTypeError(f"{s(option.name)} must be True or False (got {value!r})")
+    bound = BY_NAME["bound"]
+    if toolkit in bound.toolkits and flags.bound not in bound.choices_for(toolkit):
+        _raise(f"{s('bound')} must be one of {', '.join(bound.choices_for(toolkit))} (got {flags.bound!r})",
+               flags.bound, str)
+    reward, ratio, bp_norm = flags.length_reward, flags.length_ratio, flags.bp_norm
+    if length_penalty is not None and (reward > 0 or bp_norm) and length_penalty != "none":
+        what = s("bp_norm") if bp_norm else s("length_reward")
+        raise OptionError(f"{what} replaces length normalization: add {s('length_penalty', 'none')} "
+                          f"(got {s('length_penalty', length_penalty)})")
+    if bp_norm and ratio is None:
+        raise OptionError(f"{s('bp_norm', True)} needs {s('length_ratio', Placeholder('RHO'))} (> 0): its brevity "
+                          f"penalty aims at l = RHO * |x|")
+    if bp_norm and reward > 0:
+        raise OptionError(f"{s('bp_norm')} and {s('length_reward')} are two different scores: choose one")
+    if flags.bound == "predicted":
+        predicted = s("bound", "predicted")
+        if not (bp_norm or normalized) or reward > 0:
+            raise OptionError(f"{predicted} applies to normalized scores ({normalized_as} or {s('bp_norm')})")
+        if ratio is None:
+            raise OptionError(f"{predicted} needs {s('length_ratio', Placeholder('RHO'))} (> 0): it assumes outputs "
+                              f"end by RHO * |x|")
+
+
+def validate(opt, run: bool = True, toolkit: str = OPENNMT) -> None:
+    """Raise ``OptionError`` for any value or combination the search cannot honour (``check_search``, and
+    OpenNMT-py's and eole's options that cannot go with ours) and, with ``run``, for what the command's run
+    cannot do (``check_run``). The Ray flags are ``distributed.options.validate``'s."""
+    flags = Flags.read(opt, toolkit)
     if run:
         check_run(opt)
     world_size = getattr(opt, "world_size", 1) or 1
@@ -325,29 +405,14 @@ def validate(opt, run: bool = True) -> None:
         raise OptionError("-dump_beam is not supported with onmt-optimal's flags (the search keeps no beam "
                           "history to dump, and the toolkit's own beam search stops on an assertion with it): drop "
                           "-dump_beam")
-    stopping, reward, ratio = flags.stopping, flags.length_reward, flags.length_ratio
-    if stopping not in STOPPING_RULES:
-        raise OptionError(
-            f"-stopping must be one of {', '.join(STOPPING_RULES)} (got {stopping!r})"
-        )
-    _check_numbers(opt, flags)
-    bp_norm, bound = flags.bp_norm, flags.bound
     length_penalty = getattr(opt, "length_penalty", "none")
-    if bound not in BOUNDS:
-        raise OptionError(f"-bound must be one of {', '.join(BOUNDS)} (got {bound!r})")
-    if (reward > 0 or bp_norm) and length_penalty != "none":
-        what = "-bp_norm" if bp_norm else "-length_reward"
-        raise OptionError(f"{what} replaces length normalization: add -length_penalty none "
-                          f"(got -length_penalty {length_penalty})")
-    if bp_norm and ratio is None:
-        raise OptionError("-bp_norm needs -length_ratio RHO (> 0): its brevity penalty aims at l = RHO * |x|")
-    if bp_norm and reward > 0:
-        raise OptionError("-bp_norm and -length_reward are two different scores: choose one")
-    if bound == "predicted":
-        if not (bp_norm or length_penalty in ("avg", "wu")) or reward > 0:
-            raise OptionError("-bound predicted applies to normalized scores (-length_penalty avg|wu or -bp_norm)")
-        if ratio is None:
-            raise OptionError("-bound predicted needs -length_ratio RHO (> 0): it assumes outputs end by RHO * |x|")
+    own_numbers = []
+    if flags.active:  # stock takes them as they are (a NaN makes every hypothesis NaN; statistics stay numbers)
+        own_numbers = [limits.exponent_error("-alpha", getattr(opt, "alpha", 0.0), length_penalty, _max_length(opt)),
+                       limits.finite_error("-beta", getattr(opt, "beta", 0.0))]
+    check_search(flags, toolkit, _max_length(opt), own_numbers, length_penalty=length_penalty,
+                 normalized=length_penalty in ("avg", "wu"), normalized_as="-length_penalty avg|wu")
+    stopping, reward, bp_norm = flags.stopping, flags.length_reward, flags.bp_norm
     sampling = getattr(opt, "random_sampling_topk", 0) != 0 or getattr(opt, "random_sampling_topp", 0.0) != 0
     if sampling and (stopping != "default" or reward > 0 or bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "

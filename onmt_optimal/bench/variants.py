@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from onmt_optimal.options import Options
 from onmt_optimal.search.beam import AUTO
-from onmt_optimal.search.registry import STOPPING_RULES, scoring_rule
+from onmt_optimal.search.registry import STOPPING_RULES, opennmt_score, rules
 
 __all__ = ["VARIANTS", "search"]
 
@@ -41,6 +41,6 @@ def search(name: str, reward: float = 0.0, ratio: float | None = None) -> Option
     if stopping not in STOPPING_RULES:
         raise ValueError(f"unknown variant {name!r}: stock, or a stopping rule ({', '.join(STOPPING_RULES)}) "
                          "with +r, -host, -device or -core after it")
-    scoring = (scoring_rule(length_penalty="none", reward=reward, ratio=ratio) if bounded
-               else scoring_rule(length_penalty="none"))
-    return Options(rules=((scoring, STOPPING_RULES[stopping]()),), host=host, beam_of_one=not core)
+    ratio = ratio if bounded else None
+    return Options(rules=rules(stopping, lambda: opennmt_score(ratio=ratio), length_reward=reward if bounded else 0.0,
+                               length_ratio=ratio), host=host, beam_of_one=not core)

@@ -16,7 +16,7 @@ RAY_INSTALL = "pip install ray==2.60.0 (the version tested; from a clone of onmt
 
 def workers(opt) -> int:
     """``-ray_workers``: 0 decodes in this process."""
-    return getattr(opt, "ray_workers", 0) or 0
+    return Flags.read(opt).ray_workers or 0
 
 
 def uses_new_flags(opt) -> bool:
@@ -32,16 +32,16 @@ def validate(opt) -> None:
         raise world_size_error(world_size)
     if n < 0:
         raise OptionError(f"-ray_workers must be a number >= 0 (got {n})")
-    gpus = getattr(opt, "ray_gpus_per_worker", None)
-    timeout = getattr(opt, "ray_timeout", None)
+    flags = Flags.read(opt)
+    gpus, timeout = flags.ray_gpus_per_worker, flags.ray_timeout
     if n == 0:
-        for flag, value in (("-ray_address", getattr(opt, "ray_address", None) or None),
+        for flag, value in (("-ray_address", flags.ray_address or None),
                             ("-ray_gpus_per_worker", gpus), ("-ray_timeout", timeout)):
             if value is not None:
                 raise OptionError(f"{flag} needs -ray_workers N (N >= 1)")
         return
     if timeout is not None:
-        if not getattr(opt, "ray_address", None):
+        if not flags.ray_address:
             raise OptionError("-ray_timeout bounds the wait for the cluster at -ray_address: give -ray_address too")
         if math.isnan(timeout) or math.isinf(timeout) or timeout <= 0:
             raise OptionError(f"-ray_timeout must be a number of seconds > 0 (got {timeout:g})")

@@ -24,6 +24,7 @@ from onmt_optimal.adapter.lines import StatsFile, label
 from onmt_optimal.distributed import plan
 from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
+from onmt_optimal.options import Flags
 from onmt_optimal.progress import sentence_bar
 from onmt_optimal.search.record import Record, Totals
 
@@ -36,7 +37,7 @@ NAME_PREFIX = "onmt-optimal-translate"
 
 
 def gpus_per_worker(opt) -> float:
-    gpus = getattr(opt, "ray_gpus_per_worker", None)
+    gpus = Flags.read(opt).ray_gpus_per_worker
     if gpus is not None:
         return float(gpus)
     return 1.0 if getattr(opt, "gpu", -1) >= 0 else 0.0
@@ -79,9 +80,9 @@ def run(opt, prepare=None, progress=None) -> dict:
         if total > 0:
             workers = opt.ray_workers
             gpus = gpus_per_worker(opt)
-            with Cluster(getattr(opt, "ray_address", None), workers, gpus, cpus_per_worker(opt),
-                         model_bytes=file_bytes(getattr(opt, "models", None)),
-                         timeout=getattr(opt, "ray_timeout", None)) as ray:
+            flags = Flags.read(opt)
+            with Cluster(flags.ray_address, workers, gpus, cpus_per_worker(opt),
+                         model_bytes=file_bytes(getattr(opt, "models", None)), timeout=flags.ray_timeout) as ray:
                 bar = _bar(opt, total)
                 report = _report_to(progress, bar)
                 try:
@@ -227,7 +228,7 @@ def _report_lines(search, label, sums: Sums) -> list[str]:
 
 
 def _bar(opt, total):
-    if not getattr(opt, "progress", False):
+    if not Flags.read(opt).progress:
         return None
     return sentence_bar(total)
 

@@ -34,11 +34,17 @@ from transformers.utils import ModelOutput
 
 from onmt_optimal.hf import beam, options
 from onmt_optimal.hf.output import Results
+from onmt_optimal.option_table import HF, taken_by
+
+#: the search's keyword arguments and their defaults (``option_table``; transformers passes a callable those of
+#: its signature that ``GenerationMixin._sample`` lacks, so they are written out below)
+_DEFAULTS = {o.name: o.default_for(HF) for o in taken_by(HF)}
 
 
 def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criteria=None, generation_config=None,
-                        synced_gpus=False, stopping="optimal", length_reward=0.0, length_ratio=None,
-                        bp_norm=False, bound="exact", drop_finished=False, **model_kwargs):
+                        synced_gpus=False, stopping=_DEFAULTS["stopping"], length_reward=_DEFAULTS["length_reward"],
+                        length_ratio=_DEFAULTS["length_ratio"], bp_norm=_DEFAULTS["bp_norm"],
+                        bound=_DEFAULTS["bound"], drop_finished=_DEFAULTS["drop_finished"], **model_kwargs):
     """Beam search with optimal stopping (Huang, Zhao & Ma, 2017) on transformers' own beam.
 
     Call it through ``model.generate(..., custom_generate=optimal_beam_search, ...)`` with transformers' usual
@@ -64,9 +70,8 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
     """
     del synced_gpus  # (transformers does not pass it to a callable; a multi-process decode is not supported)
     options.check_settings(generation_config, logits_processor, stopping_criteria)
-    search = options.search(generation_config, stopping, length_reward, length_ratio, bp_norm, bound)
-    if not isinstance(drop_finished, bool):
-        raise ValueError(f"drop_finished must be True or False, got {drop_finished!r}")
+    search = options.search(generation_config, stopping=stopping, length_reward=length_reward,
+                            length_ratio=length_ratio, bp_norm=bp_norm, bound=bound, drop_finished=drop_finished)
     is_encoder_decoder = model.config.is_encoder_decoder
     cache_key = next((key for key in ALL_CACHE_NAMES if model_kwargs.get(key) is not None), None)
     if cache_key is not None and drop_finished:

@@ -1,9 +1,11 @@
 """What ``optimal_beam_search``'s keyword arguments and transformers' settings mean: the rules a decode runs, or
 one ``ValueError`` line for what it cannot honour.
 
-The search's own arguments (``stopping``, ``length_reward``, ``length_ratio``, ``bp_norm``, ``bound``) select
-the (scoring, stopping) rules, as the OpenNMT-py adapter's flags do (``onmt_optimal.options``); the score is
-transformers' own ``length_penalty`` unless a length reward or BP-norm replaces it.
+The search's own arguments (``option_table``'s options that transformers takes: ``stopping``, ``length_reward``,
+``length_ratio``, ``bp_norm``, ``bound``, ``drop_finished``) are validated and select the (scoring, stopping)
+rules as the other toolkits' options do (``options.check_search``, ``options.Flags.rules``); the score is
+transformers' own ``length_penalty`` unless a length reward or BP-norm replaces it, and ``stopping="default"``
+is transformers' own ``early_stopping`` rule.
 
 transformers' settings reach the search as a ``GenerationConfig``, logits processors and stopping criteria.
 What works, exactly as in transformers' beam search: the processors in ``PROCESSORS`` (each sees one row at a
@@ -22,13 +24,9 @@ from dataclasses import dataclass
 
 from onmt_optimal.hf.scoring import LengthPenalty
 from onmt_optimal.hf.stopping import TransformersRule
+from onmt_optimal.option_table import HF, spell
+from onmt_optimal.options import Flags, OptionError, check_search
 from onmt_optimal.search import limits
-from onmt_optimal.search.scoring import BOUNDS, BoundedWordReward, BPNorm, ScoringRule, WordReward
-from onmt_optimal.search.stopping import Exhaustive, OptimalityCertificate, Shrinking, StoppingRule
-
-#: ``stopping`` values
-STOPPING = {"optimal": OptimalityCertificate, "exhaustive": Exhaustive, "shrinking": Shrinking,
-            "default": TransformersRule}
 
 #: logits processors that work as in transformers' beam search (class names, as in transformers 5.17 to 5.23)
 PROCESSORS = frozenset({
@@ -107,52 +105,22 @@ def check_settings(generation_config, logits_processor, stopping_criteria) -> No
         raise ValueError(f"num_return_sequences ({n_best}) must not exceed num_beams ({beams})")
 
 
-def search(generation_config, stopping="optimal", length_reward=0.0, length_ratio=None, bp_norm=False,
-           bound="exact") -> Search:
-    """The rules the arguments ask for, or ``ValueError`` with one line."""
-    names = ([stopping] if isinstance(stopping, str) else list(stopping) if isinstance(stopping, (list, tuple))
-             else [])
-    if not names or any(not isinstance(n, str) or n not in STOPPING for n in names):
-        raise ValueError(f"stopping must be one of {', '.join(STOPPING)} (or a list of them), got {stopping!r}")
-    if len(set(names)) != len(names):
-        raise ValueError(f"stopping names a rule twice: {stopping!r}")
-    if "shrinking" in names and len(names) > 1:
-        raise ValueError("stopping='shrinking' runs a beam of its own: it cannot share a decode with other rules")
+def search(generation_config, **values) -> Search:
+    """The rules the search's keyword arguments (``values``: ``option_table``'s, transformers' defaults for the
+    others) ask for on ``generation_config``'s score, or one-line ``OptionError`` (a ``ValueError``;
+    ``options.check_search``, and ``stopping="default"``, transformers' rule on its own score, with another)."""
+    flags = Flags.of(HF, **values)
     lp, T = generation_config.length_penalty, generation_config.max_length
-    for problem in (limits.reward_error("length_reward", length_reward, T),
-                    limits.ratio_error("length_ratio", length_ratio),
-                    limits.exponent_error("length_penalty", lp, "avg", T)):
-        if problem is not None:
-            raise ValueError(problem)
-    if not isinstance(bp_norm, bool):
-        raise ValueError(f"bp_norm must be True or False, got {bp_norm!r}")
-    if not isinstance(bound, str) or bound not in BOUNDS:
-        raise ValueError(f"bound must be one of {', '.join(BOUNDS)}, got {bound!r}")
-    if bp_norm and length_ratio is None:
-        raise ValueError("bp_norm=True needs length_ratio=RHO (> 0): its brevity penalty aims at RHO * |x|")
-    if bp_norm and length_reward > 0:
-        raise ValueError("bp_norm and length_reward are two different scores: choose one")
-    if bound == "predicted":
-        if length_reward > 0 or not (bp_norm or lp != 0):
-            raise ValueError("bound='predicted' applies to normalized scores (length_penalty != 0 or bp_norm)")
-        if length_ratio is None:
-            raise ValueError("bound='predicted' needs length_ratio=RHO (> 0): it assumes outputs end by RHO * |x|")
-    if "default" in names and (length_reward > 0 or bp_norm):
-        raise ValueError("stopping='default' is transformers' early_stopping rule, defined on its length_penalty "
-                         "score: it does not take length_reward or bp_norm")
-    score: ScoringRule
-    if bp_norm:
-        score = BPNorm(float(length_ratio), bound)
-    elif length_reward > 0:
-        score = (BoundedWordReward(float(length_reward), float(length_ratio)) if length_ratio is not None
-                 else WordReward(float(length_reward)))
-    else:
-        score = LengthPenalty(lp, bound, None if length_ratio is None else float(length_ratio))
-    rules: list[tuple[ScoringRule, StoppingRule]] = []
-    for name in names:
-        rule = (TransformersRule(generation_config.early_stopping, lp) if name == "default" else STOPPING[name]())
-        rules.append((score, rule))
+    check_search(flags, HF, T, [limits.exponent_error(spell(HF, "length_penalty"), lp, "avg", T)],
+                 normalized=lp != 0, normalized_as="length_penalty != 0")
+    names = [flags.stopping] if isinstance(flags.stopping, str) else list(flags.stopping)
+    if "default" in names and (flags.length_reward > 0 or flags.bp_norm):
+        raise OptionError("stopping='default' is transformers' early_stopping rule, defined on its length_penalty "
+                          "score: it does not take length_reward or bp_norm")
+    ratio = None if flags.length_ratio is None else float(flags.length_ratio)
+    rules = flags.rules(lambda: LengthPenalty(lp, flags.bound, ratio),
+                        {"default": lambda: TransformersRule(generation_config.early_stopping, lp)})
     beams, n_best = generation_config.num_beams, generation_config.num_return_sequences or 1
     keep = beams if "default" in names else n_best  # transformers' rule compares with a store of num_beams
     eos = generation_config._eos_token_tensor.view(-1).tolist()
-    return Search(rules=rules, num_beams=beams, n_best=n_best, keep=keep, eos=eos)
+    return Search(rules=list(rules), num_beams=beams, n_best=n_best, keep=keep, eos=eos)

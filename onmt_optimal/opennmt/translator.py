@@ -29,7 +29,7 @@ from onmt_optimal.adapter.translator import RecordKeeping
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.opennmt.output import RunOutput
-from onmt_optimal.options import Options
+from onmt_optimal.options import Flags, Options
 from onmt_optimal.progress import count_lines, sentence_bar
 
 
@@ -132,7 +132,7 @@ class CertifiedTranslator(RecordKeeping, Translator):
     def _progress_bar(self):
         """With ``-progress``: a tqdm bar on stderr, sentences translated out of the lines of ``-src``."""
         opt = getattr(self, "_opt", None)
-        if self.progress is not None or not getattr(opt, "progress", False):
+        if self.progress is not None or not Flags.read(opt).progress:
             return None
         total = count_lines(getattr(opt, "src", None))
         bar = sentence_bar(total)

@@ -1,34 +1,52 @@
-"""The one registry of rules: what each name means, for the command line, the sweep, the benchmark and the tests.
+"""The one registry of rules: what each name means, and the one function that builds a decode's rules.
 
 * ``STOPPING_RULES``: ``-stopping`` values -> stopping rules;
-* ``scoring_rule(...)``: the scoring rule a set of option values asks for (``onmt_translate``'s flags);
+* ``rules(...)``: the (scoring, stopping) pairs a set of validated option values asks for, for every toolkit
+  (its own score and its own stopping rules, where it has them, given by the caller);
 * ``Decoder``: a named (scoring, stopping) pair of the paper's comparison (Section 5), and
   ``paper_decoders(rewards)`` the comparison itself, as the sweep and the reproduction run it.
 """
 from __future__ import annotations
 
+from typing import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, ScoringRule, StockScore, WordReward
 from onmt_optimal.search.stopping import STOPPING_RULES, StoppingRule
 
-__all__ = ["STOPPING_RULES", "SCORES", "Decoder", "paper_decoders", "scoring_rule"]
+__all__ = ["STOPPING_RULES", "SCORES", "Decoder", "opennmt_score", "paper_decoders", "rules"]
 
 #: the scores a ``Decoder`` names
 SCORES = ("logprob", "avg", "wu", "bounded_reward", "word_reward", "bp_norm")
 
 
-def scoring_rule(length_penalty: str = "none", alpha: float = 1.0, coverage: bool = False, reward: float = 0.0,
-                 ratio: float | None = None, bp_norm: bool = False, bound: str = "exact",
-                 own: bool = True) -> ScoringRule:
-    """The scoring rule of ``onmt_translate``'s options (already validated): ``-bp_norm`` (BP-norm),
-    ``-length_reward R`` with ``-length_ratio`` (the bounded reward, Sec. 4) or without (the unbounded word
-    reward), else OpenNMT-py's own score under ``-length_penalty``/``-alpha`` (raw log p under ``none``, Sec. 3;
-    with a ``-length_ratio``, reported with its target length ``l``)."""
+def rules(stopping: str | Sequence[str], own_score: Callable[[], ScoringRule], length_reward: float = 0.0,
+          length_ratio: float | None = None, bp_norm: bool = False, bound: str = "exact",
+          own_stopping: Mapping[str, Callable[[], StoppingRule]] | None = None,
+          ) -> tuple[tuple[ScoringRule, StoppingRule], ...]:
+    """The rules validated option values ask for: one (scoring, stopping) pair per name in ``stopping`` (a name
+    or several, sharing one beam and one score). The score is BP-norm under ``bp_norm`` (Yang et al. 2018), the
+    length reward ``r = length_reward > 0`` with ``length_ratio`` (the bounded reward, Sec. 4:
+    ``log p + r * min(l, |y|)``) or without (He et al.'s ``log p + r * |y|``), else the toolkit's own
+    (``own_score()``). A stopping name is the toolkit's own rule where ``own_stopping`` has it, else
+    ``STOPPING_RULES``'s."""
     if bp_norm:
-        return BPNorm(ratio, bound)
-    if reward > 0:
-        return BoundedWordReward(reward, ratio) if ratio is not None else WordReward(reward)
+        score = BPNorm(length_ratio, bound)
+    elif length_reward > 0:
+        score = (BoundedWordReward(length_reward, length_ratio) if length_ratio is not None
+                 else WordReward(length_reward))
+    else:
+        score = own_score()
+    own_stopping = own_stopping or {}
+    names = (stopping,) if isinstance(stopping, str) else tuple(stopping)
+    return tuple((score, own_stopping.get(name, STOPPING_RULES.get(name))()) for name in names)
+
+
+def opennmt_score(length_penalty: str = "none", alpha: float = 1.0, coverage: bool = False,
+                  ratio: float | None = None, bound: str = "exact", own: bool = True) -> ScoringRule:
+    """OpenNMT-py's (and eole's) own score under ``-length_penalty``/``-alpha`` and a coverage penalty: raw
+    log p under ``none`` (Sec. 3; with a ``-length_ratio``, reported with its target length ``l``), else
+    ``StockScore`` (``own``: read from the beam's own ranking)."""
     if ratio is not None and length_penalty == "none" and not coverage:
         return BoundedWordReward(0.0, ratio)  # raw log p; l is reported in the statistics
     return StockScore(length_penalty, alpha, coverage, bound, ratio, own)
@@ -50,17 +68,14 @@ class Decoder:
     def rule(self, ratio: float | None, alpha: float = 1.0) -> tuple[ScoringRule, StoppingRule]:
         """Its (scoring, stopping) pair at length ratio ``ratio``, evaluated on a shared beam (``own=False``:
         its score is computed from the items' log-probabilities, not read from the beam's own ranking)."""
-        if self.score in ("logprob", "avg", "wu"):
-            scoring = StockScore("none" if self.score == "logprob" else self.score, alpha, own=False)
-        elif self.score == "bounded_reward":
-            scoring = BoundedWordReward(self.reward, ratio)
-        elif self.score == "word_reward":
-            scoring = WordReward(self.reward)
-        elif self.score == "bp_norm":
-            scoring = BPNorm(ratio)
-        else:
+        if self.score not in SCORES:
             raise ValueError(f"unknown score {self.score!r}; known: {', '.join(SCORES)}")
-        return scoring, STOPPING_RULES[self.stopping]()
+        own = StockScore("none" if self.score in ("logprob", "bounded_reward", "word_reward") else self.score,
+                         alpha, own=False)
+        reward = self.reward if self.score in ("bounded_reward", "word_reward") else 0.0
+        return rules(self.stopping, lambda: own, length_reward=reward or 0.0,
+                     length_ratio=None if self.score == "word_reward" else ratio,
+                     bp_norm=self.score == "bp_norm")[0]
 
     def label(self) -> str:
         return self.family if self.reward is None else f"{self.family} r={self.reward:g}"

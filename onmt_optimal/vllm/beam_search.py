@@ -30,12 +30,16 @@ from dataclasses import dataclass, field
 
 import torch
 
+from onmt_optimal.option_table import VLLM, taken_by
 from onmt_optimal.search.constants import NEG_INF
 from onmt_optimal.search.record import Record
 from onmt_optimal.search.scoring import StepView
 from onmt_optimal.search.stopping import StopReason, StopView
 from onmt_optimal.vllm import options
 from onmt_optimal.vllm.output import OptimalBeamSearchOutput
+
+#: the search's keyword arguments and their defaults (``option_table``)
+_DEFAULTS = {o.name: o.default_for(VLLM) for o in taken_by(VLLM)}
 
 
 @dataclass
@@ -51,8 +55,9 @@ class Prompt:
     reason: StopReason | None = None
 
 
-def optimal_beam_search(llm, prompts, params, stopping="optimal", length_reward=0.0, length_ratio=None,
-                        bp_norm=False, lora_request=None, concurrency_limit=None):
+def optimal_beam_search(llm, prompts, params, stopping=_DEFAULTS["stopping"],
+                        length_reward=_DEFAULTS["length_reward"], length_ratio=_DEFAULTS["length_ratio"],
+                        bp_norm=_DEFAULTS["bp_norm"], lora_request=None, concurrency_limit=None):
     """``llm.beam_search(prompts, params)`` with the certificate (module docstring).
 
     ``llm``, ``prompts``, ``params``, ``lora_request``, ``concurrency_limit``: as ``LLM.beam_search`` takes them.

@@ -1,9 +1,11 @@
 """What ``optimal_beam_search``'s arguments mean: the (scoring, stopping) rule a decode runs, or one clear line
 (``TypeError`` for an argument of the wrong kind, ``ValueError`` for a value it cannot honour).
 
-The score is vLLM's own (``BeamSearchParams.length_penalty``: ``scoring.VLLMLengthPenalty``) unless
-``length_reward`` (the paper's bounded reward with ``length_ratio``, He et al.'s per-word reward without) or
-``bp_norm`` (with ``length_ratio``) replaces it, as the other toolkits' flags do; the beam itself is always
+The search's arguments are ``option_table``'s options that vLLM takes, validated as every toolkit's
+(``options.check_search``). The score is vLLM's own (``BeamSearchParams.length_penalty``:
+``scoring.VLLMLengthPenalty``) unless ``length_reward`` (the paper's bounded reward with ``length_ratio``, He et
+al.'s per-word reward without) or ``bp_norm`` (with ``length_ratio``) replaces it, as the other toolkits' flags
+do; the beam itself is always
 vLLM's, ranked by its ``length_penalty`` score. Refused: ``structured_outputs`` (a grammar ends hypotheses
 without an end token, at a step the search core's lengths do not describe) and an engine whose "logprobs"
 are logits (``logprobs_mode`` ``raw_logits`` or ``processed_logits``: they can be positive, so a sum can
@@ -11,15 +13,14 @@ rise and no bound holds).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, ScoringRule, WordReward
-from onmt_optimal.search.stopping import Exhaustive, OptimalityCertificate, StoppingRule
+from onmt_optimal.option_table import VLLM
+from onmt_optimal.options import Flags, OptionError, check_search
+from onmt_optimal.search.scoring import BoundedWordReward, ScoringRule
+from onmt_optimal.search.stopping import StoppingRule
 from onmt_optimal.vllm.scoring import VLLMLengthPenalty
 
-#: ``stopping`` values
-STOPPING = {"optimal": OptimalityCertificate, "exhaustive": Exhaustive}
 #: vLLM's ``logprobs_mode`` values whose numbers are log-probabilities (``<= 0``)
 LOG_PROBABILITIES = ("raw_logprobs", "processed_logprobs")
 
@@ -34,16 +35,10 @@ class Search:
     n_best: int
 
 
-def _number(name: str, value, low: float, strict: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if not math.isfinite(value) or value < low or (strict and value == low):
-        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}")
-    return float(value)
-
-
 def search(llm, params, stopping="optimal", length_reward=0.0, length_ratio=None, bp_norm=False) -> Search:
-    """The rules the arguments ask for, or one ``TypeError``/``ValueError`` line."""
+    """The rules the arguments ask for (``options.Flags.rules``), or one ``TypeError``/``ValueError`` line: the
+    search's own values and combinations are ``options.check_search``'s (``OptionError``, a ``ValueError``, or
+    ``OptionTypeError``, also a ``TypeError``), vLLM's settings this module's."""
     from vllm import LLM
     from vllm.sampling_params import BeamSearchParams
 
@@ -53,16 +48,9 @@ def search(llm, params, stopping="optimal", length_reward=0.0, length_ratio=None
         raise TypeError(f"params must be a vllm.sampling_params.BeamSearchParams, got {type(params).__name__}")
     if params.max_tokens < 1:
         raise ValueError(f"params.max_tokens must be at least 1, got {params.max_tokens}")
-    if not isinstance(stopping, str) or stopping not in STOPPING:
-        raise ValueError(f"stopping must be one of {', '.join(STOPPING)}, got {stopping!r}")
-    reward = _number("length_reward", length_reward, 0.0, strict=False)
-    ratio = None if length_ratio is None else _number("length_ratio", length_ratio, 0.0, strict=True)
-    if not isinstance(bp_norm, bool):
-        raise TypeError(f"bp_norm must be True or False, got {type(bp_norm).__name__}")
-    if bp_norm and ratio is None:
-        raise ValueError("bp_norm=True needs length_ratio=RHO (> 0): its brevity penalty aims at RHO * |x|")
-    if bp_norm and reward > 0:
-        raise ValueError("bp_norm and length_reward are two different scores: choose one")
+    flags = Flags.of(VLLM, stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
+                     bp_norm=bp_norm)
+    check_search(flags, VLLM)
     if params.structured_outputs is not None:
         raise ValueError("optimal_beam_search does not take structured_outputs: a grammar ends hypotheses "
                          "without an end token, which no bound here covers")
@@ -71,16 +59,10 @@ def search(llm, params, stopping="optimal", length_reward=0.0, length_ratio=None
         raise ValueError(f"optimal_beam_search needs an engine whose logprobs are log-probabilities "
                          f"(logprobs_mode {' or '.join(LOG_PROBABILITIES)}), got logprobs_mode={mode!r}")
     lp = params.length_penalty
-    score: ScoringRule
-    if bp_norm:
-        score = BPNorm(ratio)
-    elif reward > 0:
-        score = BoundedWordReward(reward, ratio) if ratio is not None else WordReward(reward)
-    elif ratio is not None:
-        if lp != 0:
-            raise ValueError("length_ratio without length_reward or bp_norm needs length_penalty=0 in params "
-                             f"(the log-probability, reported with its target length), got {lp!r}")
-        score = BoundedWordReward(0.0, ratio)  # raw log p; l is reported in the statistics
-    else:
-        score = VLLMLengthPenalty(lp)
-    return Search(score=score, stop=STOPPING[stopping](), n_best=params.beam_width)
+    if flags.length_ratio is not None and flags.length_reward == 0 and not flags.bp_norm and lp != 0:
+        raise OptionError("length_ratio without length_reward or bp_norm needs length_penalty=0 in params, the "
+                          f"log-probability, reported with its target length (got {lp!r})")
+    ((score, stop),) = flags.rules(
+        lambda: BoundedWordReward(0.0, flags.length_ratio) if flags.length_ratio is not None  # raw log p, with l
+        else VLLMLengthPenalty(lp))
+    return Search(score=score, stop=stop, n_best=params.beam_width)

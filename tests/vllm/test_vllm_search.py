@@ -91,7 +91,7 @@ def test_concurrency_limit_and_text_prompts(llm, prompts, vllm_answers):
     (dict(stopping="shrinking"), ValueError, "stopping must be one of"),
     (dict(stopping=None), ValueError, "stopping must be one of"),
     (dict(length_reward=-1.0), ValueError, "length_reward must be a finite number >= 0"),
-    (dict(length_reward="1"), TypeError, "length_reward must be a number"),
+    (dict(length_reward="1"), TypeError, "length_reward must be a finite number >= 0"),
     (dict(length_ratio=0), ValueError, "length_ratio must be a finite number > 0"),
     (dict(length_ratio=float("nan")), ValueError, "length_ratio must be a finite number > 0"),
     (dict(bp_norm=True), ValueError, "bp_norm=True needs length_ratio"),
