@@ -352,8 +352,9 @@ def check_search(flags: Flags, toolkit: str = OPENNMT, max_length: int | None = 
     names = ([flags.stopping] if isinstance(flags.stopping, str)
              else list(flags.stopping) if many and isinstance(flags.stopping, (list, tuple)) else [])
     if not names or any(not isinstance(n, str) or n not in choices for n in names):
-        _raise(f"{s('stopping')} must be one of {', '.join(choices)}{', or a list of them' if many else ''} "
-               f"(got {flags.stopping!r})", flags.stopping, (str, list, tuple) if many else str)
+        got = f"(or a list of them), got {flags.stopping!r}" if many else f"(got {flags.stopping!r})"
+        _raise(f"{s('stopping')} must be one of {', '.join(choices)} {got}", flags.stopping,
+               (str, list, tuple) if many else str)
     if len(set(names)) != len(names):
         raise OptionError(f"{s('stopping')} names a rule twice (got {flags.stopping!r})")
     if "shrinking" in names and len(names) > 1:
