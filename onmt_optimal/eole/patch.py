@@ -110,24 +110,17 @@ def _certified_classes(get_infer_class):
 
 def _whole_outputs(infer_file):
     """``InferenceEngine.infer_file`` as one ``atomic.Outputs``: what it writes (``output`` by the engine,
-    ``stats_file`` by the predictor) is renamed into place when it returns, removed when it raises."""
+    ``stats_file`` by the predictor, both finding the outputs in ``run_outputs``) is renamed into place when it
+    returns, removed when it raises."""
 
     @functools.wraps(infer_file)
     def whole(self, *args, **kwargs):
         from onmt_optimal import atomic
+        from onmt_optimal.eole import run_outputs
 
-        predictor = getattr(self, "predictor", None)
-        with atomic.Outputs() as outputs:
-            self._onmt_optimal_outputs = outputs
-            if predictor is not None:
-                predictor._onmt_optimal_outputs = outputs
-            try:
-                result = infer_file(self, *args, **kwargs)
-                outputs.commit()
-            finally:
-                self._onmt_optimal_outputs = None
-                if predictor is not None:
-                    predictor._onmt_optimal_outputs = None
+        with atomic.Outputs() as outputs, run_outputs.running(outputs):
+            result = infer_file(self, *args, **kwargs)
+            outputs.commit()
         return result
 
     return mark(whole)
@@ -139,7 +132,9 @@ def _written_through_outputs(write):
 
     @functools.wraps(write)
     def written(self, scores, estims, preds, output_path):
-        outputs = getattr(self, "_onmt_optimal_outputs", None)
+        from onmt_optimal.eole import run_outputs
+
+        outputs = run_outputs.current()
         if outputs is None:
             return write(self, scores, estims, preds, output_path)
         try:

@@ -53,6 +53,8 @@ class Session(RuleDecoding):
         self.opt.src = str(src)
         self.engine.opt.src = str(src)
         translator = self.translator
+        # OpenNMT-py's InferenceEnginePY built the translator with -output as its ``out_file`` and gives no other
+        # way to send one pass's translations elsewhere: for this pass they go to the null device
         with open(os.devnull, "w") as sink:
             out_file, translator.out_file = translator.out_file, sink
             try:
