@@ -13,8 +13,9 @@ Shapes: B examples still in the batch, ``beam`` items each, step ``t`` (tokens g
 vocabulary, S the source length. The hooks a toolkit's adapter implements (``Step``) are declared here too and
 are abstract on ``beam_search.LineageBeamSearch``. Imports no toolkit.
 """
+import functools
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Optional, Protocol
 
 import torch
 
@@ -290,9 +291,10 @@ EOLE_CONTRACT = Contract(EOLE, (EoleBeam,), (EoleStartedBeam,), (EoleTranslator,
 
 
 # ---------------------------------------------------------------------------------------------------- the check
-def members(protocol: type) -> dict[str, Any]:
-    """``{name: annotation}`` of the attributes and methods ``protocol`` declares, its bases' included (a
-    method's annotation is None)."""
+@functools.lru_cache(maxsize=None)
+def members(protocol: type) -> tuple[tuple[str, Any], ...]:
+    """``(name, annotation)`` of each attribute and method ``protocol`` declares, its bases' included (a method's
+    annotation is None)."""
     found: dict[str, Any] = {}
     for cls in reversed(protocol.__mro__):
         if cls is object or cls is Protocol or not getattr(cls, "_is_protocol", False):
@@ -300,7 +302,7 @@ def members(protocol: type) -> dict[str, Any]:
         found.update(vars(cls).get("__annotations__", {}))
         found.update({name: None for name, value in vars(cls).items()
                       if callable(value) and (not name.startswith("__") or name == "__len__")})
-    return found
+    return tuple(found.items())
 
 
 def missing(obj, protocols: tuple, prefix: str = "") -> list[str]:
@@ -308,7 +310,7 @@ def missing(obj, protocols: tuple, prefix: str = "") -> list[str]:
     itself a protocol is checked against it too (``global_scorer.alpha``)."""
     lacking = []
     for protocol in protocols:
-        for name, annotation in members(protocol).items():
+        for name, annotation in members(protocol):
             if not hasattr(obj, name):
                 lacking.append(prefix + name)
             elif getattr(annotation, "_is_protocol", False):

@@ -161,7 +161,7 @@ def apply_cli() -> None:
 def patch_predict_command() -> None:
     """``eole.bin.run.predict.Predict``: our options, their validation, the file checks and one-line faults."""
     Predict = _module("eole.bin.run.predict").Predict  # noqa: N806 (eole's class)
-    if ours(Predict):
+    if ours(Predict.run):
         return
     from onmt_optimal.eole import options
 
@@ -185,8 +185,7 @@ def patch_predict_command() -> None:
         return failures.run(PROG, lambda: stock_run(cls, args))
 
     Predict.build_config = classmethod(build_config)
-    Predict.run = classmethod(run)
-    mark(Predict)
+    Predict.run = classmethod(mark(run))  # the last: a call that finds it ours has nothing left to do
 
 
 def _built(stock_build, cls, args):

@@ -23,13 +23,11 @@ class Session(RuleDecoding):
         from onmt.inference_engine import InferenceEnginePY
         from onmt.opts import translate_opts
         from onmt.transforms import TransformPipe, make_transforms
-        from onmt.utils.parse import ArgumentParser
 
         from onmt_optimal.opennmt.options import validate_parsed
 
-        parser = ArgumentParser(description="onmt-optimal session")
+        parser = _refusing_parser("onmt-optimal session")
         translate_opts(parser)
-        parser.error = _refuse  # a bad flag is an OptionError (one line), not a usage text and an exit
         args = list(translate_args)
         if "-src" not in args and "--src" not in args:
             args += ["-src", os.devnull]
@@ -77,5 +75,13 @@ class Session(RuleDecoding):
         return lengths
 
 
-def _refuse(message: str) -> None:
-    raise OptionError(" ".join(str(message).split()))
+def _refusing_parser(description: str):
+    """OpenNMT-py's ``ArgumentParser`` for which a bad flag is an ``OptionError`` (one line), not a usage text and
+    an exit."""
+    from onmt.utils.parse import ArgumentParser
+
+    class RefusingParser(ArgumentParser):
+        def error(self, message):
+            raise OptionError(" ".join(str(message).split()))
+
+    return RefusingParser(description=description)
