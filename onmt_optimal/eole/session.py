@@ -38,6 +38,7 @@ class EoleSession(RuleDecoding):
     # ------------------------------------------------------------------ decoding
     def infer(self, src: str | Path):
         """eole's whole pipeline on ``src`` (read, transform, batch, predict), output discarded."""
+        # InferenceEnginePY.infer_file takes no argument: it reads its files from the config
         self.config.src = str(src)
         self.config.output = os.devnull
         return self.engine.infer_file()

@@ -48,6 +48,7 @@ class Session(RuleDecoding):
     # ------------------------------------------------------------------ decoding
     def infer(self, src: str | Path):
         """OpenNMT-py's whole pipeline on ``src`` (read, transform, batch, translate), output discarded."""
+        # InferenceEnginePY.infer_file takes no argument: it reads the source file from its options
         self.opt.src = str(src)
         self.engine.opt.src = str(src)
         translator = self.translator
