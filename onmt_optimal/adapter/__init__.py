@@ -8,6 +8,8 @@ decode-loop protocol, and their translators batch, sort and report alike. So one
 * ``beam_search``  the toolkit's half, ``LineageBeamSearch``: the decode-loop protocol (``advance``,
                    ``update_finished``) around the toolkit's own step, which each adapter copies statement for
                    statement (``opennmt/beam_search.py``, ``eole/beam_search.py``);
+* ``contract``     what the adapter uses of each toolkit's beam search and translator, and the step's hooks,
+                   declared once (``Protocol``s) and checked when a search is built;
 * ``batch_search`` a batch's search built as the toolkit builds its own, and the beam of one item;
 * ``translator``   ``RecordKeeping``: each line's records, the progress count and the closing report;
 * ``lines``        per-line keys and input order, the statistics file, empty source lines, the report's lines;

@@ -5,30 +5,26 @@ OpenNMT-py 3.5.1 (``onmt/translate/beam_search.py``) and eole 0.6.4 (``eole/pred
 beam state and the same decode-loop protocol: ``initialize``; per step ``advance(log_probs, attn)``, then
 ``update_finished()`` when ``is_finished_list`` says an item finished, after which the loop reorders the model
 state by ``select_indices`` and stops on ``done``. ``LineageBeamSearch`` is that protocol for both; a toolkit's
-class mixes it in before its own ``BeamSearch`` and supplies its step, statement for statement:
-
-* ``_expand(log_probs, attn)``: the toolkit's ``advance`` up to the choice of the beam, which
-  ``self.certifier.pick`` makes, ended by ``_follow_picks`` (the statements both toolkits share); returns the
-  chosen items' sums ``log p`` (B, beam) under a length penalty, else None;
-* ``_eos_mask()``: (B, beam) bool, the chosen items whose token ends a hypothesis;
-* optionally ``_answered(b, tokens)``: called once per n-best answer handed over (eole counts text tokens), and
-  ``_fix_answer(record)`` (eole's several end tokens).
+class mixes it in before its own ``BeamSearch``, names its ``contract.Contract`` (``CONTRACT``) and supplies its
+step, statement for statement: the hooks ``_expand`` and ``_eos_mask`` (abstract here), optionally
+``_answered`` and ``_fix_answer`` (``contract.Step`` declares all four).
 
 One step, in order: ``advance`` runs ``_expand``, gathers the chosen items into a ``certifier.StepIn``, and
 applies the ``certifier.Verdict`` (completed items masked, the one host read: ``is_finished_list``);
 ``update_finished`` asks the certifier for a ``certifier.Departure`` and applies it: the answers handed over
-(``_hand_over``), the rows that stay kept (``_keep``). The toolkit's state this class reads and writes, all of
-it declared by both toolkits' ``BeamSearch``: ``alive_seq``, ``alive_attn``, ``topk_log_probs``,
-``topk_scores``, ``topk_ids``, ``select_indices``, ``_batch_index``, ``_batch_offset``, ``forbidden_tokens``,
-``src_len``, the coverage state (``_coverage``, ``_prev_penalty``), and the answer lists ``scores``,
-``predictions``, ``attention``. After decoding, ``rule_results[b][r]`` holds rule ``r``'s
+(``_hand_over``), the rows that stay kept (``_keep``). The toolkit's state this class reads and writes is
+``contract.Beam`` and ``contract.StartedBeam``, checked when the search is built (``_init_certifier``) and when
+``initialize`` has run (``_start_certifier``). After decoding, ``rule_results[b][r]`` holds rule ``r``'s
 ``search.record.Record`` for example ``b`` (with its 1-best ``tokens``) and ``search_stats[b]`` the first
 rule's.
 """
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
+
 import torch
 
+from onmt_optimal.adapter import contract
 from onmt_optimal.adapter.certifier import Certifier, StepIn
 from onmt_optimal.search.record import Record
 from onmt_optimal.search.top_k import TopK
@@ -37,11 +33,16 @@ from onmt_optimal.search.top_k import TopK
 FINISHED_MASK = -65504.0
 
 
-class LineageBeamSearch:
+class LineageBeamSearch(metaclass=ABCMeta):
     """Mixin for a ``BeamSearch`` of OpenNMT's lineage; see the module docstring."""
 
+    #: the toolkit's contract (``contract.OPENNMT_PY_CONTRACT``, ``contract.EOLE_CONTRACT``)
+    CONTRACT: contract.Contract
+
     def _init_certifier(self, rules: list, eos: int, top_k: TopK, host: torch.device | str | None) -> None:
-        """``host``: where the bookkeeping lives (``options.Options.host``, ``search.transfer``)."""
+        """Once the toolkit's constructor has run: check its members (``contract``), make the certifier.
+        ``host``: where the bookkeeping lives (``options.Options.host``, ``search.transfer``)."""
+        contract.check(self, self.CONTRACT.beam, self.CONTRACT.toolkit)
         self.certifier = Certifier(rules, self.beam_size, self.n_best, eos, self.pad, top_k, host,
                                    keeps_attention=self.return_attention)
         self.search_stats = [None] * self.batch_size
@@ -49,9 +50,18 @@ class LineageBeamSearch:
 
     def _start_certifier(self, src_len: torch.Tensor) -> None:
         """Once the toolkit's ``initialize`` has made ``topk_log_probs``: ``src_len`` (B,) is each example's |x|."""
+        contract.check(self, self.CONTRACT.started_beam, self.CONTRACT.toolkit)
         self.certifier.start(src_len, self.max_length, self.topk_log_probs, self.alive_seq)
 
     # ------------------------------------------------------------------ one step
+    @abstractmethod
+    def _expand(self, log_probs: torch.Tensor, attn: torch.Tensor | None) -> torch.Tensor | None:
+        """The toolkit's step up to the beam's choice, then ``_follow_picks`` (``contract.Step._expand``)."""
+
+    @abstractmethod
+    def _eos_mask(self) -> torch.Tensor:
+        """(B, beam) bool: the chosen items whose token ends a hypothesis."""
+
     def advance(self, log_probs, attn):
         sums = self._expand(log_probs, attn)
         t = len(self) - 1  # tokens generated, this step's included

@@ -9,8 +9,8 @@ from onmt_optimal.search.beam import AUTO
 
 class RuleDecoding:
     """``decode`` for a loaded model of either toolkit (``opennmt.session.Session``,
-    ``eole.session.EoleSession``), which supplies ``translator``, ``vocabs``, ``infer(src)`` and ``detokenize``
-    (its reverse transforms, or None)."""
+    ``eole.session.EoleSession``), which supplies ``translator`` (a ``translator.RecordKeeping``), ``vocabs``,
+    ``infer(src)`` and ``detokenize`` (its reverse transforms, or None)."""
 
     #: where ``decode``'s search keeps its bookkeeping (``Options.host``): "auto", on the host next to a
     #: CUDA model; None, next to the model
@@ -24,11 +24,7 @@ class RuleDecoding:
         ``progress``, if given, is called with the number of sentences of each batch once translated (e.g. a
         tqdm bar's ``update``)."""
         translator = self.translator
-        translator.beam_size = beam_size
-        translator.search = Options(rules=tuple(rules), collect=True, host=self.host, beam_of_one=self.beam_of_one)
-        translator.progress = progress
-        try:
+        search = Options(rules=tuple(rules), collect=True, host=self.host, beam_of_one=self.beam_of_one)
+        with translator.decoding(search, beam_size, progress):
             self.infer(src)
-        finally:
-            translator.progress = None
         return with_texts(ordered(translator._rule_results), self.vocabs["tgt"].ids_to_tokens, self.detokenize)

@@ -1,17 +1,42 @@
 """What both toolkits' translators add to their own under the new flags: each line's records, kept by line, a
 progress count, and the closing report.
 
-A translator of either toolkit mixes ``RecordKeeping`` in before its own class and sets ``search``
-(``options.Options``), ``_stats`` and ``_rule_results`` (dicts keyed by ``lines.key``) and ``progress`` (None or a
-callable) before decoding.
+A translator of either toolkit mixes ``RecordKeeping`` in before its own class, names its ``contract.Contract``
+(``CONTRACT``) and declares in its constructor ``search`` (``options.Options``), ``_stats`` and ``_rule_results``
+(dicts keyed by ``lines.key``) and ``progress`` (None or a callable). ``decoding`` runs one decode with a search,
+a beam size and a progress count of its own.
 """
 from __future__ import annotations
 
-from onmt_optimal.adapter import lines
+from contextlib import contextmanager
+
+from onmt_optimal.adapter import contract, lines
 
 
 class RecordKeeping:
     """See the module docstring."""
+
+    #: the toolkit's contract (``contract.OPENNMT_PY_CONTRACT``, ``contract.EOLE_CONTRACT``)
+    CONTRACT: contract.Contract
+
+    def _check_contract(self) -> None:
+        """Before a certified search is built: the toolkit translator's members it reads (``contract``)."""
+        contract.check(self, self.CONTRACT.translator, self.CONTRACT.toolkit)
+
+    @contextmanager
+    def decoding(self, search, beam_size: int | None = None, progress=None):
+        """Within the ``with`` block the translator decodes with ``search`` (``options.Options``), a beam of
+        ``beam_size`` items (None: its own) and ``progress`` (None, or called with each batch's count of
+        sentences); then with its own again. The toolkit's batch code reads the beam size from the translator's
+        ``beam_size`` (``contract.Translator``), its one per-decode setting: it is set for the block."""
+        own = self.search, self.beam_size, self.progress
+        self.search, self.progress = search, progress
+        if beam_size is not None:
+            self.beam_size = beam_size
+        try:
+            yield self
+        finally:
+            self.search, self.beam_size, self.progress = own
 
     def _keep_records(self, batch, stats, rule_results) -> None:
         """Keep each example's first-rule record (``stats[i]``) and every rule's (``rule_results[i]``, None when
@@ -34,7 +59,7 @@ class RecordKeeping:
         score (reward-augmented under a length reward, so "PPL" = exp(-score) fell below 1): report the mean
         log-probability per output token (EOS counted) and the perplexity from it, then the rule's mean score
         (``lines.report``)."""
-        search = getattr(self, "search", None)
+        search = self.search
         report = None
         if name == "PRED" and search is not None and not search.stock and nb_sentences:
             report = lines.report(self._stats.values(), nb_sentences, search.scoring)

@@ -51,15 +51,17 @@ class TranslateWorker:
         with one_line_loads():  # a model that is no checkpoint: one line, as in onmt_translate
             self.engine = InferenceEnginePY(opt)
         translator = self.engine.translator
-        search = getattr(translator, "search", None)
-        if search is not None:  # records are collected (``_stats``) and sent back, not written here
-            translator.search = replace(search, stats_file=None)
+        search = translator.search
+        # records are collected (``_stats``) and sent back, not written here
+        self._search = None if search is None else replace(search, stats_file=None)
         self._totals = None
 
         def report(name, score_total, nb_sentences):  # stock's closing lines: the driver writes them
             self._totals = (float(score_total), int(nb_sentences))
             return ""
 
+        # InferenceEnginePY builds the translator itself (``report_score=True``, its logger), and ``_translate``
+        # hands its score total only to ``_report_score``: this one translator's two methods are replaced
         translator._report_score = report
         translator._log = lambda msg: None
 
@@ -100,13 +102,12 @@ class TranslateWorker:
         selected = _Part(infer_iter, part, parts)
         sink = _Sink()
         translator = engine.translator
+        # OpenNMT-py's translator writes to its ``out_file``, which InferenceEnginePY set when it built it
         translator.out_file = sink
-        translator.progress = None if progress is None else (lambda n: progress.add.remote(key, n))
+        added = None if progress is None else (lambda n: progress.add.remote(key, n))
         self._totals = (0.0, 0)
-        try:
+        with translator.decoding(self._search, progress=added):
             translator._translate(selected, infer_iter.transforms, opt.attn_debug, opt.align_debug)
-        finally:
-            translator.progress = None
         indices = sorted(selected.indices)
         if len(indices) != len(sink.texts):
             raise RuntimeError(f"{len(sink.texts)} translations written for {len(indices)} sentences")

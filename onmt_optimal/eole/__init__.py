@@ -6,6 +6,7 @@
 * ``translator``   its ``Translator`` and ``GeneratorLM`` with that search, statistics, empty lines, PRED report;
 * ``options``      the new options as pydantic fields of eole's ``PredictConfig``, and their validation;
 * ``session``      a loaded model for the tools (``python -m onmt_optimal ratio|sweep``);
+* ``run_outputs``  the outputs of the ``infer_file`` call running now, for eole's writers;
 * ``patch``        the one module that changes eole; ``hook`` applies it when ``eole`` is imported (from
                    ``onmt_optimal.pth``).
 

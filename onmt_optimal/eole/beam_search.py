@@ -25,6 +25,7 @@ from dataclasses import replace
 import torch
 from eole.predict.beam_search import BeamSearch, BeamSearchLM
 
+from onmt_optimal.adapter import contract
 from onmt_optimal.adapter.beam_search import LineageBeamSearch
 from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.top_k import TopK, top_k
@@ -32,6 +33,8 @@ from onmt_optimal.search.top_k import TopK, top_k
 
 class _EoleStep(LineageBeamSearch):
     """eole's step for the core (see the module docstring); mixed into both of eole's beam searches."""
+
+    CONTRACT = contract.EOLE_CONTRACT
 
     def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)  # eole's BeamSearch or BeamSearchLM

@@ -110,24 +110,17 @@ def _certified_classes(get_infer_class):
 
 def _whole_outputs(infer_file):
     """``InferenceEngine.infer_file`` as one ``atomic.Outputs``: what it writes (``output`` by the engine,
-    ``stats_file`` by the predictor) is renamed into place when it returns, removed when it raises."""
+    ``stats_file`` by the predictor, both finding the outputs in ``run_outputs``) is renamed into place when it
+    returns, removed when it raises."""
 
     @functools.wraps(infer_file)
     def whole(self, *args, **kwargs):
         from onmt_optimal import atomic
+        from onmt_optimal.eole import run_outputs
 
-        predictor = getattr(self, "predictor", None)
-        with atomic.Outputs() as outputs:
-            self._onmt_optimal_outputs = outputs
-            if predictor is not None:
-                predictor._onmt_optimal_outputs = outputs
-            try:
-                result = infer_file(self, *args, **kwargs)
-                outputs.commit()
-            finally:
-                self._onmt_optimal_outputs = None
-                if predictor is not None:
-                    predictor._onmt_optimal_outputs = None
+        with atomic.Outputs() as outputs, run_outputs.running(outputs):
+            result = infer_file(self, *args, **kwargs)
+            outputs.commit()
         return result
 
     return mark(whole)
@@ -139,7 +132,9 @@ def _written_through_outputs(write):
 
     @functools.wraps(write)
     def written(self, scores, estims, preds, output_path):
-        outputs = getattr(self, "_onmt_optimal_outputs", None)
+        from onmt_optimal.eole import run_outputs
+
+        outputs = run_outputs.current()
         if outputs is None:
             return write(self, scores, estims, preds, output_path)
         try:
@@ -166,7 +161,7 @@ def apply_cli() -> None:
 def patch_predict_command() -> None:
     """``eole.bin.run.predict.Predict``: our options, their validation, the file checks and one-line faults."""
     Predict = _module("eole.bin.run.predict").Predict  # noqa: N806 (eole's class)
-    if ours(Predict):
+    if ours(Predict.run):
         return
     from onmt_optimal.eole import options
 
@@ -190,8 +185,7 @@ def patch_predict_command() -> None:
         return failures.run(PROG, lambda: stock_run(cls, args))
 
     Predict.build_config = classmethod(build_config)
-    Predict.run = classmethod(run)
-    mark(Predict)
+    Predict.run = classmethod(mark(run))  # the last: a call that finds it ours has nothing left to do
 
 
 def _built(stock_build, cls, args):

@@ -7,6 +7,7 @@ the tokens the model reads (``model_lengths``), so ``sweep.py`` and ``length_rat
 """
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -18,14 +19,11 @@ from onmt_optimal.options import OptionError
 class EoleSession(RuleDecoding):
     def __init__(self, predict_args: list[str]):
         patch.apply_cli()
-        from argparse import ArgumentParser
-
         from eole.bin.run.predict import Predict
         from eole.inference_engine import InferenceEnginePY
 
-        parser = ArgumentParser(prog="eole predict")
+        parser = _RefusingParser(prog="eole predict")
         Predict.add_args(parser)
-        parser.error = _refuse  # a bad flag is an OptionError (one line), not a usage text and an exit
         args = list(predict_args)
         if not any(a in args for a in ("-src", "--src")) and not _config_has(args, "src"):
             args += ["-src", os.devnull]
@@ -40,6 +38,7 @@ class EoleSession(RuleDecoding):
     # ------------------------------------------------------------------ decoding
     def infer(self, src: str | Path):
         """eole's whole pipeline on ``src`` (read, transform, batch, predict), output discarded."""
+        # InferenceEnginePY.infer_file takes no argument: it reads its files from the config
         self.config.src = str(src)
         self.config.output = os.devnull
         return self.engine.infer_file()
@@ -82,5 +81,8 @@ def is_eole(args: list[str]) -> bool:
         return False
 
 
-def _refuse(message: str) -> None:
-    raise OptionError(" ".join(str(message).split()))
+class _RefusingParser(argparse.ArgumentParser):
+    """A bad flag is an ``OptionError`` (one line), not a usage text and an exit."""
+
+    def error(self, message):
+        raise OptionError(" ".join(str(message).split()))

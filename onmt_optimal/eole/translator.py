@@ -26,9 +26,9 @@ import torch
 from eole.predict.generator import GeneratorLM
 from eole.predict.translator import Translator
 
-from onmt_optimal.adapter import batch_search, lines
+from onmt_optimal.adapter import batch_search, contract, lines
 from onmt_optimal.adapter.translator import RecordKeeping
-from onmt_optimal.eole import empty_lines
+from onmt_optimal.eole import empty_lines, run_outputs
 from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSearchLM
 from onmt_optimal.eole.options import OptionError
 from onmt_optimal.options import Options
@@ -36,6 +36,8 @@ from onmt_optimal.options import Options
 
 class Certified(RecordKeeping):
     """The mixin; see the module docstring. ``search`` (``options.Options``) says what to run."""
+
+    CONTRACT = contract.EOLE_CONTRACT
 
     def __init__(self, model, vocabs, config, model_config, *args, global_scorer=None, **kwargs):
         super().__init__(model, vocabs, config, model_config, *args, global_scorer=global_scorer, **kwargs)
@@ -54,6 +56,7 @@ class Certified(RecordKeeping):
         sampling = self.top_k != 0 or self.top_p != 0
         if search.stock or sampling or kwargs.get("scoring"):
             return super().predict_batch(batch, attn_debug, *args, **kwargs)
+        self._check_contract()
         results, stats, rule_results = self._certified(batch, attn_debug)
         self._answer_empty_lines(batch, results, stats, rule_results)
         self._keep_records(batch, stats, rule_results if search.collect else None)
@@ -81,7 +84,7 @@ class Certified(RecordKeeping):
             result = super()._predict(infer_iter, *args, **kwargs)
         if not self.search.stock and self.search.stats_file:
             # with the run's output when the engine's infer_file runs (patch), else on its own
-            lines.write_stats(self.search.stats_file, self._stats, getattr(self, "_onmt_optimal_outputs", None))
+            lines.write_stats(self.search.stats_file, self._stats, run_outputs.current())
         return result
 
     def report_results(self, gold_score, gold_log_probs, batch, batch_size, decode_strategy, estim):

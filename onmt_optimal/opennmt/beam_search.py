@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from onmt.translate.beam_search import BeamSearch
 
+from onmt_optimal.adapter import contract
 from onmt_optimal.adapter.beam_search import LineageBeamSearch
 from onmt_optimal.search.beam import AUTO
 from onmt_optimal.search.top_k import TopK, top_k
@@ -38,6 +39,8 @@ class CertifiedBeamSearch(LineageBeamSearch, BeamSearch):
     """``onmt.translate.BeamSearch`` with the rules ``rules=[(scoring, stopping), ...]`` (the first answers to
     OpenNMT-py). After decoding, ``search_stats[b]`` holds the first rule's ``search.record.Record`` for example
     ``b`` and ``rule_results[b][r]`` rule ``r``'s, with its 1-best ``tokens``."""
+
+    CONTRACT = contract.OPENNMT_PY_CONTRACT
 
     def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)

@@ -255,6 +255,8 @@ def _one_line_errors(get_parser):
                 failures.fail(PROG, problem, 2)
             return stock_write(parsed_namespace, output_file_paths, *args, **kwargs)
 
+        # OpenNMT-py's _get_parser builds the parser itself, with no way to choose its class: its methods are
+        # replaced on this one object
         made.error = error
         _guard_config(made)
         made.write_config_file = write_config_file

@@ -23,13 +23,11 @@ class Session(RuleDecoding):
         from onmt.inference_engine import InferenceEnginePY
         from onmt.opts import translate_opts
         from onmt.transforms import TransformPipe, make_transforms
-        from onmt.utils.parse import ArgumentParser
 
         from onmt_optimal.opennmt.options import validate_parsed
 
-        parser = ArgumentParser(description="onmt-optimal session")
+        parser = _refusing_parser("onmt-optimal session")
         translate_opts(parser)
-        parser.error = _refuse  # a bad flag is an OptionError (one line), not a usage text and an exit
         args = list(translate_args)
         if "-src" not in args and "--src" not in args:
             args += ["-src", os.devnull]
@@ -50,9 +48,12 @@ class Session(RuleDecoding):
     # ------------------------------------------------------------------ decoding
     def infer(self, src: str | Path):
         """OpenNMT-py's whole pipeline on ``src`` (read, transform, batch, translate), output discarded."""
+        # InferenceEnginePY.infer_file takes no argument: it reads the source file from its options
         self.opt.src = str(src)
         self.engine.opt.src = str(src)
         translator = self.translator
+        # OpenNMT-py's InferenceEnginePY built the translator with -output as its ``out_file`` and gives no other
+        # way to send one pass's translations elsewhere: for this pass they go to the null device
         with open(os.devnull, "w") as sink:
             out_file, translator.out_file = translator.out_file, sink
             try:
@@ -75,5 +76,13 @@ class Session(RuleDecoding):
         return lengths
 
 
-def _refuse(message: str) -> None:
-    raise OptionError(" ".join(str(message).split()))
+def _refusing_parser(description: str):
+    """OpenNMT-py's ``ArgumentParser`` for which a bad flag is an ``OptionError`` (one line), not a usage text and
+    an exit."""
+    from onmt.utils.parse import ArgumentParser
+
+    class RefusingParser(ArgumentParser):
+        def error(self, message):
+            raise OptionError(" ".join(str(message).split()))
+
+    return RefusingParser(description=description)

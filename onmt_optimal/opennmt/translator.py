@@ -20,11 +20,13 @@ one.
 """
 from __future__ import annotations
 
+import contextvars
+
 import torch
 from onmt.decoders.decoder import InputFeedRNNDecoder
 from onmt.translate.translator import Translator
 
-from onmt_optimal.adapter import batch_search, lines
+from onmt_optimal.adapter import batch_search, contract, lines
 from onmt_optimal.adapter.translator import RecordKeeping
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
@@ -33,42 +35,64 @@ from onmt_optimal.options import Flags, Options
 from onmt_optimal.progress import count_lines, sentence_bar
 
 
+#: the options of the translator ``from_opt`` is building, for its constructor: OpenNMT-py's ``from_opt`` calls
+#: the class with a fixed list of arguments, so the options reach ``__init__`` by this context variable
+_BUILT_FROM: contextvars.ContextVar = contextvars.ContextVar("onmt_optimal_translator_opt", default=None)
+
+
 class CertifiedTranslator(RecordKeeping, Translator):
+    CONTRACT = contract.OPENNMT_PY_CONTRACT
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        opt = _BUILT_FROM.get()
+        #: what a decode runs (``options.Options``; None, built without ``from_opt``: stock's search)
+        self.search = Options.from_opt(opt, self.global_scorer) if opt is not None else None
+        #: the options it was built from (``-progress``, ``-src``), or None
+        self._opt = opt
+        #: each line's first-rule record and every rule's, by ``lines.key``: each translation's own (``_translate``)
+        self._stats, self._rule_results = {}, {}
+        self._empty_lines = empty_lines.EmptyLines()  # each translation's own (``_translate``)
+        #: called with the number of sentences of each batch once it is translated (None: nobody listens)
+        self.progress = None
+
     @classmethod
     def from_opt(cls, model, vocabs, opt, model_opt, global_scorer=None, **kwargs):
-        translator = super().from_opt(model, vocabs, opt, model_opt, global_scorer=global_scorer, **kwargs)
-        translator.search = Options.from_opt(opt, global_scorer)  # opt validated with the command line
-        translator._stats = {}
-        translator._rule_results = {}
-        translator._empty_lines = empty_lines.EmptyLines()  # each translation's own (``_translate``)
-        #: called with the number of sentences of each batch once it is translated (None: nobody listens)
-        translator.progress = None
-        translator._opt = opt
-        return translator
+        building = _BUILT_FROM.set(opt)  # opt validated with the command line
+        try:
+            return super().from_opt(model, vocabs, opt, model_opt, global_scorer=global_scorer, **kwargs)
+        finally:
+            _BUILT_FROM.reset(building)
 
     # ---------------------------------------------------------------- one batch
     def translate_batch(self, batch, attn_debug):
-        search = getattr(self, "search", None)
+        search = self.search
         sampling = self.sample_from_topk != 0 or self.sample_from_topp != 0
         if search is None or search.stock or sampling:
             results = super().translate_batch(batch, attn_debug)
             stats = rule_results = None
-        elif batch_search.beam_of_one(self, search, attn_debug):
-            results = super().translate_batch(batch, attn_debug)
-            stats, rule_results = batch_search.beam_of_one_answers(self, search, batch, results, {self._tgt_eos_idx})
-            rule_results = rule_results if search.collect else None
         else:
-            strategy = batch_search.build(CertifiedBeamSearch, self, search, len(batch["srclen"]),
-                                          batch_search.max_length(self, batch), attn_debug)
-            with torch.no_grad():
-                results = self._translate_batch_with_strategy(batch, strategy)
-            stats = strategy.search_stats
-            rule_results = strategy.rule_results if search.collect else None
+            self._check_contract()
+            results, stats, rule_results = self._certified(batch, attn_debug, search)
         self._answer_empty_lines(batch, results, stats, rule_results, search)
         self._keep_records(batch, stats, rule_results)
         if self.with_score:  # stock hands out Python floats here and then calls .item() on them
             results["scores"] = [[torch.as_tensor(s) for s in scores] for scores in results["scores"]]
         return results
+
+    def _certified(self, batch, attn_debug, search):
+        """``(results, stats, rule_results)`` of ``batch`` decoded with ``search``: for a beam of one item stock's
+        search, its answer scored under every rule (``search.beam_of_one``), else the certified beam search."""
+        if batch_search.beam_of_one(self, search, attn_debug):
+            results = super().translate_batch(batch, attn_debug)
+            stats, rule_results = batch_search.beam_of_one_answers(self, search, batch, results, {self._tgt_eos_idx})
+        else:
+            strategy = batch_search.build(CertifiedBeamSearch, self, search, len(batch["srclen"]),
+                                          batch_search.max_length(self, batch), attn_debug)
+            with torch.no_grad():
+                results = self._translate_batch_with_strategy(batch, strategy)
+            stats, rule_results = strategy.search_stats, strategy.rule_results
+        return results, stats, rule_results if search.collect else None
 
     def _decode_and_generate(self, decoder_in, *args, **kwargs):
         log_probs, attn = super()._decode_and_generate(decoder_in, *args, **kwargs)
@@ -104,9 +128,8 @@ class CertifiedTranslator(RecordKeeping, Translator):
                 result = self._translate_all(infer_iter, transform, attn_debug, align_debug, phrase_table)
             if out is not None:
                 out.open()  # an input with no line leaves an empty output, as in stock
-            search = getattr(self, "search", None)
-            if search is not None and search.stats_file:
-                lines.write_stats(search.stats_file, self._stats, out.outputs if out is not None else None)
+            if self.search is not None and self.search.stats_file:
+                lines.write_stats(self.search.stats_file, self._stats, out.outputs if out is not None else None)
             if out is not None:
                 out.commit()  # -output and -stats_file, both complete, renamed into place
         except BaseException:
@@ -131,7 +154,7 @@ class CertifiedTranslator(RecordKeeping, Translator):
 
     def _progress_bar(self):
         """With ``-progress``: a tqdm bar on stderr, sentences translated out of the lines of ``-src``."""
-        opt = getattr(self, "_opt", None)
+        opt = self._opt
         if self.progress is not None or not Flags.read(opt).progress:
             return None
         total = count_lines(getattr(opt, "src", None))
