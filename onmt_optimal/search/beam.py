@@ -1,4 +1,5 @@
-"""One sentence through the search: the beam's bookkeeping, batched, for every scoring and stopping rule.
+"""One sentence through the search of OpenNMT's lineage (OpenNMT-py, eole): the beam's pick and the items' lineage,
+batched, over the step every toolkit calls (``step``), for every scoring and stopping rule.
 
 Follow example ``b`` of a batch. Its beam holds ``beam`` items, rows ``b * beam .. b * beam + beam - 1`` of
 every ``(B * beam, ...)`` tensor. At step ``t`` (tokens generated so far, this step's included):
@@ -12,12 +13,12 @@ every ``(B * beam, ...)`` tensor. At step ``t`` (tokens generated so far, this s
    is a completed hypothesis: it leaves the beam for good (the toolkit masks its score so that its children
    never outrank a real item; they only refill slots when fewer than ``beam`` real items are left, and stay
    unreal). Each rule scores the completed ones (``scoring``: Eq. 1 for log p, Eq. 4 for the bounded reward)
-   and keeps its ``n_best`` best (``kept.Kept``).
-3. **Stop** (``stopping``): each rule decides from its ``n_best``-th kept score and the best *bound* any real
-   live item still has (the most any continuation could score, ``ScoringRule.bound``). The certificate holds
-   when the kept score is at least that bound (Eq. 2; Eq. 5 with the reward): no live item can ever enter the
-   ``n_best`` list, so the answer is exactly what the same beam would return if it ran on to ``T``. Where
-   each rule stopped, and why, is recorded by ``stops``.
+   and keeps its ``n_best`` best (``step.collect``, ``kept.Kept``).
+3. **Stop** (``step.decide``, ``stopping``): each rule decides from its ``n_best``-th kept score and the best
+   *bound* any real live item still has (the most any continuation could score, ``ScoringRule.bound``). The
+   certificate holds when the kept score is at least that bound (Eq. 2; Eq. 5 with the reward): no live item
+   can ever enter the ``n_best`` list, so the answer is exactly what the same beam would return if it ran on to
+   ``T``. Where each rule stopped, and why, is recorded in the batch's ``state.State``.
 4. **Leave** (``Beam.answers``): once every rule is done with ``b`` (at ``T`` at the latest), its answers and
    statistics cross to the host in one transfer, together with those of every example leaving at the same
    step (``answers``), and ``Beam.keep`` drops its rows from the search's tensors.
