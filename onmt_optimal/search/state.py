@@ -51,6 +51,8 @@ class Rules:
     collectable: torch.Tensor | None
     rule_codes: torch.Tensor  # (1, R) each rule's code when it stops with items still live
     all_finished: torch.Tensor  # 0-d: the code of a stop with no live item left
+    one: torch.Tensor  # 0-d float32 1, the count of a completion (``step.collect``)
+    several: bool  # several rules: their per-rule tensors stack as ``(B, R, ...)``
 
     @classmethod
     def of(cls, rules: list, n_best: int, first: torch.Tensor, device, K: int | None = None,
@@ -67,13 +69,9 @@ class Rules:
             for score, stop in rules), device)
         all_finished = constants.once(("stop code", StopReason.ALL_FINISHED, device), lambda: torch.tensor(
             CODES[StopReason.ALL_FINISHED], device=device))
+        one = constants.once(("one", device), lambda: torch.ones((), device=device))
         return cls(list(rules), n_best, n_best if K is None else K, several if records is None else records,
-                   collectable, rule_codes, all_finished)
-
-    @property
-    def several(self) -> bool:
-        """Several rules: their per-rule tensors stack as ``(B, R, ...)``."""
-        return len(self.rules) > 1
+                   collectable, rule_codes, all_finished, one, several)
 
     @property
     def shrinks(self) -> bool:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import torch
 
-from onmt_optimal.search import constants
 from onmt_optimal.search.constants import neg_inf
 from onmt_optimal.search.scoring import ScoringRule, StepView
 from onmt_optimal.search.state import CODES, Rules, State
@@ -36,6 +35,8 @@ __all__ = ["best_bound", "codes", "collect", "decide", "finals"]
 def finals(rules: list, view: StepView) -> list[torch.Tensor]:
     """Per rule ``(scoring, stopping)``, the ``(B, beam)`` final score of each item of ``view`` if it ends now;
     rules that share one scoring object share its tensor (computed once)."""
+    if len(rules) == 1:
+        return [rules[0][0].final(view)]
     made: dict = {}
     out = []
     for score, _ in rules:
@@ -64,8 +65,7 @@ def collect(rules: Rules, state: State, completed: torch.Tensor, final: list[tor
     state.kept.merge(collected, rules.stack(final), log_prob, t, seq, attn,
                      all(x is log_prob for x in final))
     # (a 0-d one: a Python number or the bool mask itself would be converted first, three operations more)
-    one = constants.once(("one", completed.device), lambda: torch.ones((), device=completed.device))
-    torch.where(completed, state.completions + one, state.completions, out=state.completions)
+    torch.where(completed, state.completions + rules.one, state.completions, out=state.completions)
     if state.width is not None:
         state.width.sub_(completed.sum(dim=1, keepdim=True))
 
