@@ -86,10 +86,9 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
                          f"prompt of {prompt_len}")
     pad, eos = generation_config._pad_token_tensor, generation_config._eos_token_tensor
     fill = int(pad or eos.view(-1)[0])  # transformers' ``output_fill_value``
-    constants = beam.Constants(search=search, eos=eos.view(-1).to(input_ids.device), prompt_len=prompt_len, T=T,
-                               free_reads=input_ids.device.type == "cpu")
-    state = beam.start(search, input_ids, _source_lengths(model_kwargs, input_ids, b, is_encoder_decoder), T, fill)
-    results = Results(search, state, input_ids, T, fill)
+    constants, state = beam.start(search, input_ids, _source_lengths(model_kwargs, input_ids, b, is_encoder_decoder),
+                                  T, fill)
+    results = Results(constants, input_ids, fill)
 
     outputs = model._prefill(input_ids, generation_config, model_kwargs,
                              is_first_iteration=not generation_config.is_assistant)

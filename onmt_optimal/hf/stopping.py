@@ -9,25 +9,14 @@ or, with ``early_stopping="never"`` and ``length_penalty > 0``, the most tokens 
 more finished hypotheses (its store is frozen) while the batch runs on: stopping it then is the same answer.
 
 ``TransformersRule`` is that decision on the search's bookkeeping, so its answer and the certificate's come from
-one decode (``stopping=("optimal", "default")``). It reads ``HFStopView.best_running`` and its rule's store of
-``num_beams`` hypotheses (``Kept`` with ``K = num_beams``).
+one decode (``stopping=("optimal", "default")``). It reads the core's ``StopView``: ``best_running``, ``step``,
+``max_length`` and its rule's store of ``num_beams`` hypotheses (``kept_score``: ``Kept`` with ``K = num_beams``).
 """
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 
 from onmt_optimal.search.stopping import StoppingRule, StopView
-
-
-@dataclass
-class HFStopView(StopView):
-    """``StopView`` plus what transformers' rule reads: the best running item's sum and the step."""
-
-    best_running: torch.Tensor | None = None  # (B, 1) float: the running sum of the top running item
-    step: int = 0  # t: tokens generated so far
-    max_length: int = 0  # T: the most tokens an input may generate
 
 
 class TransformersRule(StoppingRule):
@@ -44,7 +33,7 @@ class TransformersRule(StoppingRule):
         self.early_stopping = early_stopping
         self.length_penalty = length_penalty
 
-    def done(self, view: HFStopView) -> torch.Tensor:
+    def done(self, view: StopView) -> torch.Tensor:
         worst = view.kept_score[:, -1:]
         full = worst > float("-inf")
         if self.early_stopping is True:

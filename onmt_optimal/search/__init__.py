@@ -6,15 +6,19 @@ Read in this order:
                 admissible bound on what any continuation of a live prefix can still score;
 * ``stopping``  when an example may stop: OpenNMT's rule, the optimality certificate (Eq. 2, Eq. 5), the
                 exhaustive run it is checked against, the shrinking beam;
-* ``beam``      one sentence through the search: pick the beam, collect what completed, stop, leave;
-* ``kept``      the kept hypotheses, the ``n_best`` best completed per example and rule;
-* ``stops``     the rules sharing a beam: which still collect, where and why each stopped;
+* ``state``     a batch's state: the rules it runs, the kept hypotheses, the completion counts, the shrinking
+                width, where, why and with how many completed hypotheses each rule stopped;
+* ``step``      the step every toolkit calls once it has chosen its beam: ``collect`` what completed,
+                ``decide`` who is done and why;
 * ``answers``   the leaving examples' answers and statistics, read from one packed row each;
+* ``beam``      OpenNMT's lineage of beam over ``step``: pick the beam, follow which items are real, leave;
+* ``kept``      the kept hypotheses, the ``n_best`` best completed per example and rule;
 * ``transfer``  where the bookkeeping lives (next to the decode, or on the host fed one transfer a step);
 * ``top_k``     the beam's exact top-k;
 * ``constants`` the search's constant tensors, made once per device;
 * ``registry``  the names of the rules, for the command line, the sweep, the benchmark and the tests;
 * ``beam_of_one`` a beam of one item: the toolkit's own search answers, scored afterwards.
 
-Nothing here imports a toolkit: ``onmt_optimal.opennmt`` adapts OpenNMT-py's beam search to it.
+Nothing here imports a toolkit: ``onmt_optimal.adapter`` adapts OpenNMT-py's and eole's beam search to it,
+``onmt_optimal.hf`` transformers'.
 """

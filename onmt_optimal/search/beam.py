@@ -1,4 +1,5 @@
-"""One sentence through the search: the beam's bookkeeping, batched, for every scoring and stopping rule.
+"""One sentence through the search of OpenNMT's lineage (OpenNMT-py, eole): the beam's pick and the items' lineage,
+batched, over the step every toolkit calls (``step``), for every scoring and stopping rule.
 
 Follow example ``b`` of a batch. Its beam holds ``beam`` items, rows ``b * beam .. b * beam + beam - 1`` of
 every ``(B * beam, ...)`` tensor. At step ``t`` (tokens generated so far, this step's included):
@@ -12,12 +13,12 @@ every ``(B * beam, ...)`` tensor. At step ``t`` (tokens generated so far, this s
    is a completed hypothesis: it leaves the beam for good (the toolkit masks its score so that its children
    never outrank a real item; they only refill slots when fewer than ``beam`` real items are left, and stay
    unreal). Each rule scores the completed ones (``scoring``: Eq. 1 for log p, Eq. 4 for the bounded reward)
-   and keeps its ``n_best`` best (``kept.Kept``).
-3. **Stop** (``stopping``): each rule decides from its ``n_best``-th kept score and the best *bound* any real
-   live item still has (the most any continuation could score, ``ScoringRule.bound``). The certificate holds
-   when the kept score is at least that bound (Eq. 2; Eq. 5 with the reward): no live item can ever enter the
-   ``n_best`` list, so the answer is exactly what the same beam would return if it ran on to ``T``. Where
-   each rule stopped, and why, is recorded by ``stops``.
+   and keeps its ``n_best`` best (``step.collect``, ``kept.Kept``).
+3. **Stop** (``step.decide``, ``stopping``): each rule decides from its ``n_best``-th kept score and the best
+   *bound* any real live item still has (the most any continuation could score, ``ScoringRule.bound``). The
+   certificate holds when the kept score is at least that bound (Eq. 2; Eq. 5 with the reward): no live item
+   can ever enter the ``n_best`` list, so the answer is exactly what the same beam would return if it ran on to
+   ``T``. Where each rule stopped, and why, is recorded in the batch's ``state.State``.
 4. **Leave** (``Beam.answers``): once every rule is done with ``b`` (at ``T`` at the latest), its answers and
    statistics cross to the host in one transfer, together with those of every example leaving at the same
    step (``answers``), and ``Beam.keep`` drops its rows from the search's tensors.
@@ -37,12 +38,11 @@ from __future__ import annotations
 
 import torch
 
-from onmt_optimal.search import constants, stops, transfer
-from onmt_optimal.search.answers import decode_rows, facts, pack_rows
-from onmt_optimal.search.constants import neg_inf
+from onmt_optimal.search import answers, constants, step, transfer
 from onmt_optimal.search.kept import Kept
 from onmt_optimal.search.scoring import ScoringRule, StepView, wide
-from onmt_optimal.search.stopping import StoppingRule, StopView
+from onmt_optimal.search.state import Rules, State
+from onmt_optimal.search.stopping import StoppingRule
 from onmt_optimal.search.top_k import TopK, top_k
 from onmt_optimal.search.transfer import AUTO
 
@@ -50,10 +50,12 @@ __all__ = ["AUTO", "Beam"]
 
 
 class Beam:
-    """The bookkeeping of a batch of beams, for rules ``[(scoring, stopping), ...]`` that share it; the first
-    rule is the one the toolkit outputs, the others answer in ``answers`` only. ``host`` (``AUTO``, None or a
-    device) and ``free_reads`` (None, True or False): where the bookkeeping lives and whether the step may read
-    it, resolved for each batch by ``start`` (``transfer.place``)."""
+    """The search of a batch of beams of OpenNMT's lineage, for rules ``[(scoring, stopping), ...]`` that share
+    it; the first rule is the one the toolkit outputs, the others answer in ``answers`` only. A thin wrapper over
+    ``step``: it picks the beam, follows the items' lineage (which are real, which completed), and keeps the
+    batch's ``state.State``. ``host`` (``AUTO``, None or a device) and ``free_reads`` (None, True or False):
+    where the bookkeeping lives and whether the step may read it, resolved for each batch by ``start``
+    (``transfer.place``)."""
 
     def __init__(self, rules: list[tuple[ScoringRule, StoppingRule]], beam_size: int, n_best: int,
                  eos: int, pad: int, top_k: TopK = top_k, host: torch.device | str | None = AUTO,
@@ -79,28 +81,43 @@ class Beam:
               items: torch.Tensor | None = None) -> None:
         """``src_len``: ``(B,)`` the source lengths ``|x|`` in model tokens; ``max_length``: ``T``; ``items``
         (B * beam, s): the items' start tokens (a host keeps its own copy of the items' tokens)."""
-        B, beam, R = src_len.shape[0], self.beam_size, len(self.rules)
+        B, beam = src_len.shape[0], self.beam_size
         self.place = transfer.place(self.where, self.free_reads, src_len.device, items, beam)
         device, self.max_length = self.place.device, max_length
         self.src_len = src_len.to(device=device, dtype=torch.float)
         #: (B, 1 + R) what is known of each example from the start: |x| and each rule's target length l
-        self.facts, self._targeted = facts(self.rules, self.src_len)
+        self.facts, self._targeted = answers.facts(self.rules, self.src_len)
         #: constants made once per device (each tensor made here is an operation per batch: at batch 1, per line)
-        self._slots, first, self._one = _constants(beam, device)
-        #: (B, beam) bool: the item holds a real live prefix; each beam starts from its first item (a view)
-        self.live = first.expand(B, beam)
-        #: the kept scores in float32 at least (``scoring.wide``): a half-precision score is exact there, and a kept
-        #: score rounded to half precision could round up past a bound it is compared with
-        self.kept = Kept.empty(B, R, self.n_best, max_length, self.pad, wide(dtype), device)
-        #: (B, beam) completed hypotheses so far per beam slot (a sum only when read: adding the step's mask costs
-        #: fewer operations than summing it every step); float32, exact below 2^24, to cross with the scores
-        self.completions = torch.zeros((B, beam), dtype=torch.float, device=device)
-        #: (B, 1) the example's beam size now (a shrinking beam only)
-        self.width = torch.full((B, 1), beam, dtype=torch.long, device=device) if self.shrinks else None
-        self.stops = stops.of_rules(self.rules, B, first, device)
+        self._slots, first = _constants(beam, device)
+        self.plan = Rules.of(self.rules, self.n_best, first, device)
+        #: the batch's state; each beam starts from its first item (``live``: a view). The kept scores are in
+        #: float32 at least (``scoring.wide``): a half-precision score is exact there, and a kept score rounded to
+        #: half precision could round up past a bound it is compared with
+        self.state = State.start(self.plan, first.expand(B, beam), max_length, self.pad, wide(dtype), device,
+                                 self.shrinks)
         #: (B, 1) the first beam row of each example, made where ``pick`` runs; (V as a 0-d tensor, V)
         self._offsets = self._vocab = None
         self._memo = {}  # the rules' per-batch constants (``StepView.once``)
+
+    @property
+    def live(self) -> torch.Tensor:
+        """(B, beam) bool: the item holds a real live prefix."""
+        return self.state.live
+
+    @property
+    def kept(self) -> Kept:
+        """The kept hypotheses (``state.State.kept``)."""
+        return self.state.kept
+
+    @property
+    def width(self) -> torch.Tensor | None:
+        """(B, 1) the example's beam width now (a shrinking beam only)."""
+        return self.state.width
+
+    @property
+    def n_completed(self) -> torch.Tensor:
+        """(B, 1) completed hypotheses so far (the statistics)."""
+        return self.state.n_completed
 
     def pick(self, scores: torch.Tensor):
         """The ``beam`` best expansions of each example: ``(values, tokens, parents)``, ``(B, beam)`` each;
@@ -118,8 +135,9 @@ class Beam:
 
     def step(self, t: int, parents: torch.Tensor, tokens: torch.Tensor, eos: torch.Tensor, log_prob: torch.Tensor,
              stock_score: torch.Tensor | None, seq: torch.Tensor | None, attn: torch.Tensor | None = None):
-        """Collect the hypotheses completed at step ``t`` and apply the stopping rules; return the ``(B, 1)`` column
-        of the examples every rule is done with (all at ``t = T``), where the bookkeeping lives.
+        """Collect the hypotheses completed at step ``t`` and apply the stopping rules (``step.collect``,
+        ``step.decide``); return the ``(B, 1)`` column of the examples every rule is done with (all at ``t = T``),
+        where the bookkeeping lives.
 
         Per item, ``(B, beam)``: ``parents`` its parent row (``pick``), ``tokens`` its token, ``eos`` its token ends
         it, ``log_prob`` its exact cumulative log p, ``stock_score`` the toolkit's own score of it. ``seq`` (B,
@@ -127,77 +145,53 @@ class Beam:
         beam, t, S) or None (not with a ``host``). Per-example facts are ``(B, 1)`` columns throughout."""
         parents, tokens, eos, log_prob, stock_score, seq = self.place.receive(t, parents, tokens, eos, log_prob,
                                                                               stock_score, seq)
+        state = self.state
         at_max = t >= self.max_length
-        real = torch.take(self.live, parents)
+        real = torch.take(state.live, parents)
         if self.shrinks:  # only the example's current width of top items is its beam
-            real &= self._slots < self.width
+            real &= self._slots < state.width
         completed = real if at_max else torch.bitwise_and(real, eos)  # at T every real item ends, as in stock
         # A quiet step (nothing completed) has nothing to merge or count. Where a read is free (``place``) asking
         # costs one operation; elsewhere it would be a synchronization, so the step merges the empty set (a no-op)
         quiet = self.place.free_reads and attn is None and not at_max and not completed.any()
-        self.live = live = real if quiet else real != completed
+        state.live = live = real if quiet else real != completed
         view = StepView(log_prob=log_prob, eos=eos, src_len=self.src_len, step=t, max_length=self.max_length,
                         stock_score=stock_score, memo=self._memo, like_cuda=self.place.like_cuda)
         if not quiet:
             self._merge(t, completed, view, seq, attn)
-        return self.stops.step(t, at_max, live, self.completions, lambda r: self._done(r, view, live, completed))
+        bounds = None if at_max else [step.best_bound(score, view, live) if stop.needs_bound else None
+                                      for score, stop in self.rules]
+        return step.decide(self.plan, state, t, at_max, completed, bounds, max_length=self.max_length)
 
     def _merge(self, t: int, completed, view: StepView, seq, attn) -> None:
         """Keep each rule's ``n_best`` best of what completed at step ``t`` and count the completions."""
-        finals = [score.final(view) for score, _ in self.rules]
-        score_is_log_prob = all(final is view.log_prob for final in finals)
-        self.kept.merge(self.stops.collect(completed), self.stops.stack(finals), view.log_prob, t, seq, attn,
-                        score_is_log_prob)
-        # (a 0-d one: a Python number or the bool mask itself would be converted first, three operations more)
-        torch.where(completed, self.completions + self._one, self.completions, out=self.completions)
-        if self.shrinks:
-            self.width.sub_(completed.sum(dim=1, keepdim=True))
-
-    @property
-    def n_completed(self) -> torch.Tensor:
-        """(B, 1) completed hypotheses so far (the statistics; ``TopFinished`` and ``Shrinking`` read it)."""
-        return self.completions.sum(dim=1, keepdim=True)
-
-    def _done(self, r: int, view: StepView, live, completed) -> torch.Tensor:
-        """(B, 1): rule ``r`` is done with the example."""
-        score, stop = self.rules[r]
-        bound = None
-        if stop.needs_bound:  # (B, 1): the best bound of a live item (max with keepdim: a single operation)
-            bound = torch.where(live, score.bound(view), neg_inf(view.log_prob)).max(dim=1, keepdim=True).values
-        return stop.done(StopView(completed=completed, completions=self.completions, best_bound=bound,
-                                  kept_score=self.stops.kept_score(self.kept.score, r, self.n_best),
-                                  width=self.width, n_best=self.n_best))
+        step.collect(self.plan, self.state, completed, step.finals(self.rules, view), view.log_prob, t, seq, attn)
 
     def answers(self, rows: list[int], items: torch.Tensor, index: torch.Tensor | None = None) -> list[list[dict]]:
         """The answers of the examples at batch rows ``rows`` (those ``step`` just said are done), per row and rule
         (``answers.answer``), from one transfer. ``index``: ``rows`` as a device tensor if the caller has one (else
         a copy to the device, which waits for it), None when every example leaves; ``items`` (B, beam, 1 + t):
-        the beam's items (``answers.decode_rows``; a host keeps its own)."""
-        packed = pack_rows(self.kept, self.stops.packed(self.live, self.completions), self.facts)
+        the beam's items (``answers.records``; a host keeps its own)."""
+        state = self.state
+        packed = answers.pack(self.plan, state, self.facts)
         if len(rows) < packed.shape[0]:
             packed = packed[torch.tensor(rows, device=packed.device) if index is None else index]
-        return decode_rows(packed.tolist(), rows, self.place.items_of(items), len(self.rules), self.n_best,
-                           self.kept.seq.shape[2], self.stops, self._targeted, self.kept.log_prob is not None,
-                           self.eos)
+        return answers.records(self.plan, packed.tolist(), rows, self.place.items_of(items), state.t,
+                               state.kept.seq.shape[2], self._targeted, state.kept.log_prob is not None, self.eos)
 
     def keep(self, rows: torch.Tensor) -> None:
         """Only the examples at batch rows ``rows`` (a long tensor) go on, in that order."""
         self.facts = self.facts[rows]
         self._memo = {}
         self.src_len = self.facts[:, 0]
-        self.live = self.live[rows]
         self.place.keep(rows)
-        self.kept = self.kept.select(rows)
-        self.completions = self.completions[rows]
-        if self.width is not None:
-            self.width = self.width[rows]
-        self.stops.keep(rows)
+        self.state = self.state.select(rows)
 
 
 def _constants(beam: int, device) -> tuple:
-    """``(slots, first, one)``: ``arange(beam)``, the (1, beam) mask of each beam's first item and a 0-d one,
-    made once per beam size and device."""
+    """``(slots, first)``: ``arange(beam)`` and the (1, beam) mask of each beam's first item, made once per beam
+    size and device."""
     def make():
         slots = torch.arange(beam, device=device)
-        return slots, (slots == 0).view(1, beam), torch.ones((), device=device)
+        return slots, (slots == 0).view(1, beam)
     return constants.once(("beam", beam, device), make)

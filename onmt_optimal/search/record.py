@@ -16,7 +16,7 @@ Invariant: a record's JSON is ``{"line": n, "steps": ..., ..., "completed": ...}
 computed them (Python ints and floats, ``json.dumps``'s own float form; ``stop_reason`` a ``StopReason``, which
 serializes as its name; ``target_length`` a float, or null for a rule without a target length), and strict
 JSON: a score or log-probability of ``-inf`` (the degenerate answer of an example none of whose hypotheses
-scored a finite number: ``answers.decode_rows``) is written as null, as JSON has no infinity.
+scored a finite number: ``answers.records``) is written as null, as JSON has no infinity.
 """
 from __future__ import annotations
 

@@ -38,10 +38,15 @@ class StopView:
 
     completed: torch.Tensor  # (B, beam) bool: items of this step's beam that are completed hypotheses
     completions: torch.Tensor  # (B, beam) long: completed hypotheses collected so far, per beam slot
-    kept_score: torch.Tensor  # (B, n_best) float: best completed scores so far, sorted (-inf: none yet)
+    #: (B, K) float: the rule's best completed scores so far, sorted (-inf: none yet); ``K >= n_best`` places (more
+    #: where the rule compares with a larger store: transformers' ``TransformersRule``)
+    kept_score: torch.Tensor
     best_bound: torch.Tensor | None  # float: max bound over live items (-inf if none); None unless needs_bound
     width: torch.Tensor | None  # long: the example's beam size now (a shrinking beam only)
     n_best: int
+    best_running: torch.Tensor | None = None  # float: the toolkit's best running sum (transformers' rule)
+    step: int = 0  # t: tokens generated so far
+    max_length: int = 0  # T: the most tokens an example may generate
 
     @property
     def top_finished(self) -> torch.Tensor:
@@ -57,7 +62,7 @@ class StopView:
     def kth_score(self) -> torch.Tensor:
         """float: the n_best-th best completed score so far (-inf if fewer than n_best)."""
         kept = self.kept_score
-        return kept if kept.shape[1] == 1 else kept[:, -1:]
+        return kept if kept.shape[1] == 1 else kept[:, self.n_best - 1:self.n_best]
 
 
 class StoppingRule:

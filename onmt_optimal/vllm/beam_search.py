@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import torch
 
 from onmt_optimal.option_table import VLLM, taken_by
+from onmt_optimal.search.step import best_bound as best_bound_of
 from onmt_optimal.search.constants import NEG_INF
 from onmt_optimal.search.record import Record
 from onmt_optimal.search.scoring import StepView
@@ -182,8 +183,7 @@ def _done(running: list[Prompt], search: options.Search, src_len, t: int, T: int
     if search.stop.needs_bound:
         view = StepView(log_prob=sums, eos=torch.zeros_like(live), src_len=src_len, step=t, max_length=T,
                         memo=memo)
-        bound = torch.where(live, search.score.bound(view), NEG_INF)
-        best_bound = bound.max(dim=1, keepdim=True).values
+        best_bound = best_bound_of(search.score, view, live)
     view = StopView(completed=torch.zeros_like(live), completions=torch.zeros((N, 1), dtype=torch.long),
                     kept_score=kept, best_bound=best_bound, width=None, n_best=b)
     return search.stop.done(view).view(-1).tolist(), live.any(dim=1).tolist()

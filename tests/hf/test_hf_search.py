@@ -87,13 +87,13 @@ def test_the_comparison_with_transformers_can_fail(monkeypatch):
         patch.setattr("onmt_optimal.hf.scoring.LengthPenalty.bound", current_length)
         assert not all(agrees_with_transformers(*case) for case in cases)
 
-    real_merge = hf_beam._merge
+    real_collect = hf_beam.step.collect
 
-    def every_hit(c, state, completed, log_prob, eos, parent, token, t):
-        return real_merge(c, state, torch.ones_like(completed), log_prob, eos, parent, token, t)
+    def every_hit(rules, state, completed, *args):
+        return real_collect(rules, state, torch.ones_like(completed), *args)
 
     with monkeypatch.context() as patch:
-        patch.setattr(hf_beam, "_merge", every_hit)
+        patch.setattr(hf_beam.step, "collect", every_hit)
         assert not all(agrees_with_transformers(*case) for case in cases)
 
 

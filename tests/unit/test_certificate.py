@@ -206,12 +206,12 @@ def test_a_shrinking_beam_stops_when_no_item_is_live(case, wide):
 
 
 def test_stop_reasons_cross_as_codes_and_serialize_as_their_names():
-    """``stops.CODES``/``reason``: each reason the search gives comes back from its float32 code, a rule's own
+    """``state.CODES``/``reason``: each reason the search gives comes back from its float32 code, a rule's own
     code gives the rule's reason, every rule's reason is a ``StopReason``, and a ``StopReason`` is its name in
     JSON and text."""
     import json
 
-    from onmt_optimal.search import stops
+    from onmt_optimal.search import state as stops
     from onmt_optimal.search.stopping import StopReason
 
     rule = STOPPING_RULES["optimal"]()
