@@ -69,7 +69,7 @@ class LineageBeamSearch(metaclass=ABCMeta):
         chosen = StepIn(t=t, parents=self._batch_index, tokens=self.topk_ids, ends=self._eos_mask(),
                         log_prob=log_prob, score=self.topk_scores, items=self.alive_seq,
                         attn=self.alive_attn if self.return_attention else None)
-        verdict = self.certifier.step(chosen)
+        verdict = self.certifier.judge(chosen)
         self.topk_log_probs.masked_fill_(verdict.finished, FINISHED_MASK)
         self._verdict = verdict
         # the decode loop calls update_finished() only when this says an example is done

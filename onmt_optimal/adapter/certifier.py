@@ -93,7 +93,7 @@ class Certifier:
         (``Beam.pick``: an exact top-k)."""
         return self.core.pick(scores)
 
-    def step(self, s: StepIn) -> Verdict:
+    def judge(self, s: StepIn) -> Verdict:
         """Collect what completed at step ``s.t``, apply every rule, say who is done (``Beam.step``)."""
         B = s.parents.shape[0]
         core = self.core

@@ -12,7 +12,7 @@ example's last step (``State.t``, ``State.at_max``, the live items). Its per-rul
 where several rules stack theirs into ``(B, R, ...)`` (``Kept`` takes both). What that saves a step against the
 record at ``R = 1`` is counted by ``scripts/op_breakdown.py`` and recorded in ``benchmarks/NOTES.md``.
 
-A stop's reason crosses the device boundary as a float32 code (``step.pack``): ``CODES``, ``OWN`` and ``reason``
+A stop's reason crosses the device boundary as a float32 code (``answers.pack``): ``CODES``, ``OWN`` and ``reason``
 are that encoding (0: the rule still runs).
 """
 from __future__ import annotations
