@@ -37,6 +37,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel, PreTrainedTokenizerFast
 
 from onmt_optimal.bench import hf_models as bench_models
+from onmt_optimal.bench.render import write_report
 from onmt_optimal.hf.generate import optimal_beam_search
 
 LETTERS = "abcdefghijklmnop"
@@ -274,8 +275,5 @@ def render(results: dict) -> str:
 
 
 def write(results: dict, out: Path) -> None:
-    """``out`` (.md) and its .json beside it, each written whole (a temporary file renamed over it)."""
-    for path, text in ((out.with_suffix(".json"), json.dumps(results, indent=1) + "\n"), (out, render(results))):
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+    """``out`` (.md) and its .json beside it, each written whole (``render.write_report``)."""
+    write_report(results, out, render(results))

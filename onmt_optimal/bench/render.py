@@ -1,5 +1,8 @@
-"""The benchmark's report (Markdown) from its rows, and one report from several runs' JSON files."""
+"""The benchmarks' reports (Markdown) from their rows, one report from several runs' JSON files, and a report written whole."""
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 
 def combine(runs: list[dict]) -> tuple[dict, list[dict], dict | None]:
@@ -161,3 +164,11 @@ def speed_range(row) -> str:
     low, high = row.get("speed_vs_stock_range") or (None, None)
     return "" if low is None else f"{low:.2f}-{high:.2f}"
 
+
+def write_report(results: dict, out: Path, markdown: str) -> None:
+    """``out`` (.md, ``markdown``) and its .json (``results``) beside it, each written whole (a temporary file
+    renamed over it)."""
+    for path, text in ((out.with_suffix(".json"), json.dumps(results, indent=1) + "\n"), (out, markdown)):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)

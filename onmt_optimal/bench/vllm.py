@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from onmt_optimal.bench.hf import sources, train
+from onmt_optimal.bench.render import write_report
 from onmt_optimal.vllm.beam_search import optimal_beam_search
 
 
@@ -101,8 +102,5 @@ def render(results: dict) -> str:
 
 
 def write(results: dict, out: Path) -> None:
-    """``out`` (.md) and its .json beside it, each written whole (a temporary file renamed over it)."""
-    for path, text in ((out.with_suffix(".json"), json.dumps(results, indent=1) + "\n"), (out, render(results))):
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+    """``out`` (.md) and its .json beside it, each written whole (``render.write_report``)."""
+    write_report(results, out, render(results))
