@@ -1,4 +1,4 @@
-"""The benchmarks' reports (Markdown) from their rows, one report from several runs' JSON files, and a report written whole."""
+"""The benchmarks' reports: Markdown from their rows, one report from several runs' JSON, a report written whole."""
 from __future__ import annotations
 
 import json
