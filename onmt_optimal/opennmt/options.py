@@ -11,7 +11,6 @@ own (``check_command``: its files, sizes, device), then OpenNMT-py's validation 
 from __future__ import annotations
 
 from onmt_optimal.option_table import OPENNMT, RAY, SEARCH, Option, taken_by
-from onmt_optimal.options import OptionError, Options, n_best_warning, scoring_rule, validate  # noqa: F401
 
 GROUP_TITLE = "Optimal stopping (onmt-optimal)"
 RAY_GROUP_TITLE = "Many workers (onmt-optimal, Ray)"
