@@ -4,10 +4,10 @@
     out = model.generate(**inputs, num_beams=10, max_new_tokens=128, custom_generate=optimal_beam_search,
                          stopping="optimal", return_dict_in_generate=True)
 
-Read in this order: ``generate`` (the loop), ``beam`` (transformers' beam, one step, with the core's
-bookkeeping), ``scoring`` (transformers' length normalization as a rule with an admissible bound),
+Read in this order: ``generate`` (the loop), ``beam`` (transformers' candidates and running beam, one step,
+then the core's ``step.collect`` and ``step.decide``), ``scoring`` (transformers' length normalization as a rule with an admissible bound),
 ``stopping`` (transformers' own ``early_stopping`` rule), ``options`` (what is taken, what is refused),
-``output`` (the answers and statistics). Importing this package changes nothing in transformers.
+``output`` (transformers' output classes, from the core's answers). Importing this package changes nothing in transformers.
 """
 from onmt_optimal.hf.generate import optimal_beam_search
 

@@ -20,5 +20,5 @@ Read in this order:
 * ``beam_of_one`` a beam of one item: the toolkit's own search answers, scored afterwards.
 
 Nothing here imports a toolkit: ``onmt_optimal.adapter`` adapts OpenNMT-py's and eole's beam search to it,
-``onmt_optimal.hf`` transformers'.
+``onmt_optimal.hf`` transformers', ``onmt_optimal.vllm`` vLLM's.
 """
