@@ -5,8 +5,8 @@ install in site-packages, so the import hook is that tree's too; checked before 
 and a revision unpacked with ``git archive REV onmt_optimal`` (``base_tree``). Everything else is shared: the
 harness (this module and the workers, from the working tree), the models and inputs (``golden_models``), the
 jobs (``golden_jobs``). Per toolkit, one long-lived worker a side runs that side's jobs in order
-(``translate_worker``, ``predict_worker``, ``generate_worker``, ``vllm_worker``), each run with its own stdout, stderr and exit
-status; the two sides run at once, one thread each, one torch thread per worker.
+(``translate_worker``, ``predict_worker``, ``generate_worker``, ``vllm_worker``), each run with its own stdout,
+stderr and exit status; the two sides run at once, one thread each, one torch thread per worker.
 
 Per job a side keeps, under its run folder: what the run wrote (``.out``, ``.stats.jsonl``), its exit status
 (``.exit``) and its stdout then stderr (``.log``), in which exactly this is normalised (``normalise``):

@@ -1,9 +1,9 @@
 """What the golden check decodes: the models, their input slices and the flag sets, as a list of ``Job``.
 
 A job is one command of one toolkit on one model: ``onmt_translate`` or ``eole predict`` arguments, a
-transformers ``generate`` call (``generate_worker``'s arguments) or a vLLM beam search (``vllm_worker``'s). Every argument is either a path both sides
-share (models, inputs: absolute) or a file the run writes (``{out}``, ``{stats}``: relative to the side's run
-folder, so the two sides' commands and logs read the same).
+transformers ``generate`` call (``generate_worker``'s arguments) or a vLLM beam search (``vllm_worker``'s).
+Every argument is either a path both sides share (models, inputs: absolute) or a file the run writes (``{out}``,
+``{stats}``: relative to the side's run folder, so the two sides' commands and logs read the same).
 
 The flag sets cover each option of the plugin and the stock path: no flag at all; every ``-stopping`` rule;
 every ``-length_penalty``; the length reward with and without ``-length_ratio``; ``-bp_norm``; ``-bound
