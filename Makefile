@@ -146,11 +146,12 @@ test-hf: setup-hf
 
 # the golden check (docs/development.md#the-golden-check): decode the shipped and toy models with the working tree
 # and with BASE (a git revision; default HEAD, i.e. the uncommitted changes) under every flag set and compare
-# every output, statistics file, log and exit status; exits 1 naming the files that differ
+# every output, statistics file, log and exit status; exits 1 naming the files that differ. vLLM's jobs run
+# where $(VLLM_BIN)/python exists (make setup-vllm) and are skipped, with one line, where it does not
 BASE ?= HEAD
 golden: setup setup-eole setup-hf
 	PYTHONPATH=$(CURDIR)/tests:$(CURDIR) $(BIN)/python -m helpers.golden_check --base $(BASE) --data $(DATA) \
-	  --eole-python $(EOLE_BIN)/python
+	  --eole-python $(EOLE_BIN)/python --vllm-python $(VLLM_BIN)/python
 
 # only the stock-contract tests: with the plugin and none of its flags OpenNMT-py is stock (its own test suite
 # hook on and off, its translation server, onmt_train -valid_metrics) and no onmt_translate run writes onto a

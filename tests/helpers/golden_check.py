@@ -5,8 +5,8 @@ install in site-packages, so the import hook is that tree's too; checked before 
 and a revision unpacked with ``git archive REV onmt_optimal`` (``base_tree``). Everything else is shared: the
 harness (this module and the workers, from the working tree), the models and inputs (``golden_models``), the
 jobs (``golden_jobs``). Per toolkit, one long-lived worker a side runs that side's jobs in order
-(``translate_worker``, ``predict_worker``, ``generate_worker``), each run with its own stdout, stderr and exit
-status; the two sides run at once, one thread each, one torch thread per worker.
+(``translate_worker``, ``predict_worker``, ``generate_worker``, ``vllm_worker``), each run with its own stdout,
+stderr and exit status; the two sides run at once, one thread each, one torch thread per worker.
 
 Per job a side keeps, under its run folder: what the run wrote (``.out``, ``.stats.jsonl``), its exit status
 (``.exit``) and its stdout then stderr (``.log``), in which exactly this is normalised (``normalise``):
@@ -45,10 +45,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from helpers import generate_worker, golden_jobs, golden_models, predict_worker, translate_worker
+from helpers import generate_worker, golden_jobs, golden_models, predict_worker, translate_worker, vllm_worker
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKERS = {"opennmt": translate_worker.Worker, "eole": predict_worker.Worker, "hf": generate_worker.Worker}
+WORKERS = {"opennmt": translate_worker.Worker, "eole": predict_worker.Worker, "hf": generate_worker.Worker,
+           "vllm": vllm_worker.Worker}
 TOOLKITS = tuple(WORKERS)
 
 _STAMP = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ", re.M)
@@ -216,6 +217,8 @@ def prepare(root: Path, data: Path, toolkits: list[str], pythons: dict, models: 
     if "hf" in toolkits:
         jobs["hf"] = [job for kind in golden_models.TOY_KINDS
                       for job in golden_jobs.hf_jobs(trained["hf", kind], f"toy-{kind}", kind, src)]
+    if "vllm" in toolkits:
+        jobs["vllm"] = golden_jobs.vllm_jobs(trained["vllm"], "toy", golden_models.vllm_source(src, models))
     return jobs
 
 
@@ -226,9 +229,11 @@ def main(argv: list[str] | None = None) -> int:
                     "set; compare outputs, statistics, logs and exit statuses; exit 1 if any file differs.")
     parser.add_argument("--base", default="HEAD", help="the git revision to compare the working tree with")
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"), help="the data folder")
-    parser.add_argument("--toolkits", default=",".join(TOOLKITS), help="a subset of opennmt,eole,hf")
+    parser.add_argument("--toolkits", default=",".join(TOOLKITS), help="a subset of opennmt,eole,hf,vllm")
     parser.add_argument("--eole-python", default=str(ROOT / ".venv-eole" / "bin" / "python"),
                         help="the Python of eole's environment")
+    parser.add_argument("--vllm-python", default=str(ROOT / ".venv-vllm" / "bin" / "python"),
+                        help="the Python of vLLM's environment (vLLM is skipped when it is absent)")
     parser.add_argument("--keep", metavar="DIR", help="keep the run (both sides' files) in DIR, a new folder")
     args = parser.parse_args(argv)
     toolkits = [t for t in args.toolkits.split(",") if t]
@@ -236,9 +241,15 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or not toolkits:
         parser.error(f"--toolkits: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(TOOLKITS)}")
     # absolute (the workers run in the sides' folders), not resolved (a venv's python is a link into it)
-    pythons = {"opennmt": sys.executable, "hf": sys.executable, "eole": os.path.abspath(args.eole_python)}
+    pythons = {"opennmt": sys.executable, "hf": sys.executable, "eole": os.path.abspath(args.eole_python),
+               "vllm": os.path.abspath(args.vllm_python)}
     if "eole" in toolkits and not Path(args.eole_python).is_file():
         parser.error(f"--eole-python: no {args.eole_python} (make setup-eole, or --toolkits opennmt,hf)")
+    if "vllm" in toolkits and not Path(args.vllm_python).is_file():
+        _say(f"vllm skipped: no {args.vllm_python} (make setup-vllm, or --vllm-python)")
+        toolkits.remove("vllm")
+        if not toolkits:
+            parser.error("--toolkits: only vllm, whose Python is absent")
     if not is_revision(ROOT, args.base):
         parser.error(f"--base: {args.base!r} is not a git revision of {ROOT}")
     if args.keep and Path(args.keep).exists():

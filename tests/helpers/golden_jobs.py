@@ -1,9 +1,9 @@
 """What the golden check decodes: the models, their input slices and the flag sets, as a list of ``Job``.
 
-A job is one command of one toolkit on one model: ``onmt_translate`` or ``eole predict`` arguments, or a
-transformers ``generate`` call (``generate_worker``'s arguments). Every argument is either a path both sides
-share (models, inputs: absolute) or a file the run writes (``{out}``, ``{stats}``: relative to the side's run
-folder, so the two sides' commands and logs read the same).
+A job is one command of one toolkit on one model: ``onmt_translate`` or ``eole predict`` arguments, a
+transformers ``generate`` call (``generate_worker``'s arguments) or a vLLM beam search (``vllm_worker``'s).
+Every argument is either a path both sides share (models, inputs: absolute) or a file the run writes (``{out}``,
+``{stats}``: relative to the side's run folder, so the two sides' commands and logs read the same).
 
 The flag sets cover each option of the plugin and the stock path: no flag at all; every ``-stopping`` rule;
 every ``-length_penalty``; the length reward with and without ``-length_ratio``; ``-bp_norm``; ``-bound
@@ -79,10 +79,25 @@ HF_SETS: list[tuple[str, dict]] = [
 ]
 HF_DEFAULTS = {"num_beams": 5, "max_new_tokens": 20, "batch": 32}
 
+# vLLM: (name, settings) for ``vllm_worker``; "custom": False is vLLM's own ``LLM.beam_search``
+VLLM_SETS: list[tuple[str, dict]] = [
+    ("stock", {"custom": False}),
+    ("stock-lp0", {"custom": False, "length_penalty": 0.0}),
+    ("optimal", {"stopping": "optimal"}),
+    ("optimal-lp0", {"stopping": "optimal", "length_penalty": 0.0}),
+    ("exhaustive", {"stopping": "exhaustive"}),
+    ("reward-ratio", {"stopping": "optimal", "length_reward": 1.2, "length_ratio": 1.2}),
+    ("bp-norm", {"stopping": "optimal", "bp_norm": True, "length_ratio": 1.2}),
+    ("beam1", {"stopping": "optimal", "length_penalty": 0.0, "beam_width": 1}),
+    (BAD_VALUE, {"stopping": "bogus"}),
+]
+VLLM_DEFAULTS = {"beam_width": 4, "max_tokens": 16}
+VLLM_PROMPTS = 5  # the toy slice's first 3 lines, an empty line, the longest line
+
 
 @dataclass
 class Job:
-    toolkit: str  # "opennmt", "eole" or "hf"
+    toolkit: str  # "opennmt", "eole", "hf" or "vllm"
     model: str  # the model's name (a folder of the run)
     name: str  # the flag set's name
     argv: list[str] = field(default_factory=list)  # with {out} and {stats} still to fill in
@@ -147,3 +162,9 @@ def hf_jobs(model_dir: Path, model: str, kind: str, src: Path, sets=HF_SETS) -> 
                                              "--output", "{out}", "--stats", "{stats}",
                                              "--settings", json.dumps(settings)]))
     return jobs
+
+
+def vllm_jobs(model_dir: Path, model: str, src: Path, sets=VLLM_SETS) -> list[Job]:
+    return [Job("vllm", model, name, ["--model", str(model_dir), "--src", str(src), "--output", "{out}",
+                                      "--stats", "{stats}", "--settings", json.dumps({**VLLM_DEFAULTS, **kwargs})])
+            for name, kwargs in sets]

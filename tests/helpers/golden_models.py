@@ -5,10 +5,11 @@
 * the tests' toy models, trained here with the working tree's helpers and the toolkits' own training commands
   (deterministic: fixed seeds, one thread): OpenNMT-py's (``toy``), eole's encoder-decoder and decoder-only
   (``toy_eole``, in eole's environment) and transformers' Marian and GPT-2 (``toy_hf``, saved with
-  ``save_pretrained``), each on a slice of 40 toy sources made the same way.
+  ``save_pretrained``), each on a slice of 40 toy sources made the same way; and vLLM's GPT-2 (``toy_vllm``,
+  in vLLM's environment) on the first lines of that slice (``vllm_source``).
 
-``python -m helpers.golden_models eole|hf KIND DIR`` trains one eole or transformers toy model into ``DIR``
-(the check starts it in the matching environment).
+``python -m helpers.golden_models eole|hf|vllm KIND DIR`` trains one eole, transformers or vLLM toy model into
+``DIR`` (the check starts it in the matching environment).
 """
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ def toy_source(folder: Path) -> Path:
     drawn line."""
     toy.write_corpus(folder / "drawn", 40, seed=3, max_len=14)
     return golden_jobs.slice_of(folder / "drawn.src", folder / "toy.src")
+
+
+def vllm_source(src: Path, folder: Path) -> Path:
+    """``folder/vllm.src``: the toy slice cut to ``golden_jobs.VLLM_PROMPTS`` lines the same way (its first
+    lines, an empty line, its longest line)."""
+    return golden_jobs.slice_of(src, folder / "vllm.src", golden_jobs.VLLM_PROMPTS)
 
 
 def train_opennmt_toy(workdir: Path) -> Path:
@@ -53,9 +60,14 @@ def train_hf_toy(python: str, kind: str, workdir: Path, root: Path) -> Path:
     return _train_in(python, "hf", kind, workdir, root)
 
 
+def train_vllm_toy(python: str, workdir: Path, root: Path) -> Path:
+    return _train_in(python, "vllm", "decoder_only", workdir, root)
+
+
 def train_all(root: Path, toolkits: list[str], pythons: dict, models: Path) -> dict:
     """Every toy model of ``toolkits`` into ``models``, in two lanes at once (OpenNMT-py's then eole's;
-    transformers'): ``"opennmt"`` -> its checkpoint, ``("eole", kind)`` and ``("hf", kind)`` -> a model folder."""
+    transformers' then vLLM's): ``"opennmt"`` -> its checkpoint, ``("eole", kind)``, ``("hf", kind)`` and
+    ``"vllm"`` -> a model folder."""
     trained: dict = {}
 
     def first_lane():
@@ -69,6 +81,8 @@ def train_all(root: Path, toolkits: list[str], pythons: dict, models: Path) -> d
         if "hf" in toolkits:
             for kind in TOY_KINDS:
                 trained["hf", kind] = train_hf_toy(pythons["hf"], kind, models / f"hf-{kind}", root)
+        if "vllm" in toolkits:
+            trained["vllm"] = train_vllm_toy(pythons["vllm"], models / "vllm", root)
 
     errors: list = []
 
@@ -94,6 +108,14 @@ def _main(what: str, kind: str, workdir: Path) -> None:
         from helpers import toy_eole
 
         print(toy_eole.train(workdir, kind))
+    elif what == "vllm":
+        import torch
+
+        from helpers import toy_vllm
+
+        torch.set_num_threads(1)
+        toy_vllm.train(workdir)
+        print(workdir)
     else:
         import torch
 
