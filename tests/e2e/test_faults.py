@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from helpers import toy
+from helpers.one_line import one_error_line, partials
 
 ONMT_TRANSLATE = str(Path(sys.executable).parent / "onmt_translate")
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
@@ -50,27 +51,11 @@ def earlier_files(directory: Path) -> tuple[Path, Path]:
     return out, stats
 
 
-def partials(*directories: Path) -> list[str]:
-    return [p.name for d in directories if d.exists() for p in d.iterdir() if p.name.endswith(".partial")]
-
-
-def error_lines(stderr: str, prog: str = "onmt_translate") -> list[str]:
-    return [line for line in stderr.splitlines() if f"{prog}: error:" in line]
-
-
 def as_from_a_terminal() -> None:
     """In the child before exec: SIGINT as a terminal's Ctrl-C finds it. A shell that starts a job in the
     background without job control (``cmd &``, as CI may run the suite) ignores SIGINT in it and its children,
     and Python then installs no KeyboardInterrupt handler, so the signal would be lost."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def assert_one_line(returncode, stderr, status) -> str:
-    assert returncode == status, stderr[-3000:]
-    assert "Traceback" not in stderr, stderr[-3000:]
-    errors = error_lines(stderr)
-    assert len(errors) == 1, stderr[-3000:]
-    return errors[0]
 
 
 class Stderr:
@@ -109,7 +94,7 @@ def test_a_signal_during_a_decode_is_one_line_and_loses_nothing(toy_model, corpo
     stderr.wait_for(r"\| *[1-9][0-9]*/5000 \[", proc)  # the bar counts translated sentences: the decode is on
     proc.send_signal(signum)
     proc.wait(timeout=120)
-    line = assert_one_line(proc.returncode, stderr.join(), status)
+    line = one_error_line(proc.returncode, stderr.join(), status)
     assert ("interrupted" if signum == signal.SIGINT else "terminated") in line
     assert out.read_text() == EARLIER and stats.read_text() == EARLIER_STATS
     assert partials(tmp_path) == []
@@ -133,7 +118,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(toy_model, corpora, tmp_path,
     proc = subprocess.run([ONMT_TRANSLATE, "-model", toy_model, "-src", corpora[corpus], "-output", out,
                            "-stats_file", stats, *OURS], env=ENV, capture_output=True, text=True,
                           preexec_fn=_file_size_limit(limit))
-    line = assert_one_line(proc.returncode, proc.stderr, 1)
+    line = one_error_line(proc.returncode, proc.stderr, 1)
     assert line.startswith(f"onmt_translate: error: {which} ") and "File too large" in line, line
     assert out.read_text() == EARLIER and stats.read_text() == EARLIER_STATS
     assert partials(tmp_path) == []
@@ -169,7 +154,7 @@ def test_a_reader_that_closes_the_pipe_is_one_line(toy_model, corpora, tmp_path)
         first = reader.readline()
     proc.wait(timeout=120)
     assert first.strip()
-    line = assert_one_line(proc.returncode, stderr.join(), 1)
+    line = one_error_line(proc.returncode, stderr.join(), 1)
     assert "-output /dev/stdout" in line and "closed the pipe" in line
     assert stats.read_text() == EARLIER_STATS and partials(tmp_path) == []
 
@@ -238,7 +223,7 @@ def test_a_directory_removed_during_the_run_is_one_line_and_the_other_file_is_ke
     os.write(fd, corpora["small"].read_bytes())
     os.close(fd)
     runner.join(timeout=120)
-    line = assert_one_line(done[0].returncode, done[0].stderr, 1)
+    line = one_error_line(done[0].returncode, done[0].stderr, 1)
     assert f"{removed} " in line, line
     kept = out if removed == "-stats_file" else stats
     assert kept.read_text() == (EARLIER if kept is out else EARLIER_STATS)

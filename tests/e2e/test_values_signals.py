@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from helpers import toy
 from onmt_optimal import __main__ as cli
-from test_faults import ENV, ONMT_TRANSLATE, Stderr, as_from_a_terminal, assert_one_line, partials
+from helpers.one_line import one_error_line, partials, wait_for_torch
+from test_faults import ENV, ONMT_TRANSLATE, Stderr, as_from_a_terminal
 
 OURS = ["-length_penalty", "none", "-stopping", "optimal"]
 
@@ -36,7 +36,7 @@ def corpus(tmp_path_factory) -> dict:
 
 
 def one_line(proc, status) -> str:
-    return assert_one_line(proc.returncode, proc.stderr, status)
+    return one_error_line(proc.returncode, proc.stderr, status)
 
 
 BAD_VALUES = [
@@ -150,23 +150,9 @@ def test_sighup_during_a_decode_is_one_line_and_loses_nothing(toy_model, corpus,
     stderr.wait_for(r"\| *[1-9][0-9]*/5000 \[", proc)
     proc.send_signal(signal.SIGHUP)
     proc.wait(timeout=120)
-    line = assert_one_line(proc.returncode, stderr.join(), 129)
+    line = one_error_line(proc.returncode, stderr.join(), 129)
     assert "SIGHUP" in line
     assert out.read_text() == "earlier\n" and stats.read_text() == "{}\n" and partials(tmp_path) == []
-
-
-def wait_for_torch(proc: subprocess.Popen, timeout: float = 120) -> None:
-    """Until the process has loaded torch's library: its modules are importing (an earlier SIGINT would find an
-    interpreter that has not yet installed its handler, and end it silently)."""
-    deadline = time.time() + timeout
-    while proc.poll() is None and time.time() < deadline:
-        try:
-            if "libtorch" in Path(f"/proc/{proc.pid}/maps").read_text():
-                return
-        except OSError:
-            pass
-        time.sleep(0.01)
-    raise AssertionError("the process never loaded torch")
 
 
 def test_ctrl_c_while_onmt_translate_starts_is_one_line(toy_model, corpus, tmp_path):

@@ -8,6 +8,7 @@ byte.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -18,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import toy_eole
+from helpers import one_line, toy_eole
 from helpers.float32 import score_tolerance
+from helpers.one_line import partials
 
 COMMON = ["-max_length_ratio", "0", "-max_length", "30"]
 
@@ -236,6 +238,7 @@ EOLE = str(Path(sys.executable).parent / "eole")
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
 ENV.pop("ONMT_OPTIMAL_DISABLE", None)
 OURS = ["-length_penalty", "none", "-stopping", "optimal"]
+one_error_line = functools.partial(one_line.one_error_line, prog="eole predict")
 EARLIER, EARLIER_STATS = "earlier output\n", '{"earlier": "statistics"}\n'
 
 
@@ -244,18 +247,6 @@ def earlier_files(directory: Path) -> tuple[Path, Path]:
     out.write_text(EARLIER)
     stats_file.write_text(EARLIER_STATS)
     return out, stats_file
-
-
-def partials(directory: Path) -> list[str]:
-    return [p.name for p in directory.iterdir() if p.name.endswith(".partial")]
-
-
-def one_error_line(returncode, stderr, status) -> str:
-    assert returncode == status, stderr[-3000:]
-    assert "Traceback" not in stderr, stderr[-3000:]
-    errors = [line for line in stderr.splitlines() if "eole predict: error:" in line]
-    assert len(errors) == 1, stderr[-3000:]
-    return errors[0]
 
 
 @pytest.fixture(scope="module")

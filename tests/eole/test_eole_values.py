@@ -3,33 +3,23 @@ mid-run and Ctrl-C while the command's modules import: one line, the right exit 
 kept (real eole 0.6.4, the tier's toy model)."""
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from helpers import toy_eole
+from helpers import one_line, toy_eole
+from helpers.one_line import partials, wait_for_torch
 
 EOLE = str(Path(sys.executable).parent / "eole")
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
 ENV.pop("ONMT_OPTIMAL_DISABLE", None)
 OURS = ["-length_penalty", "none", "-stopping", "optimal"]
-
-
-def one_error_line(returncode, stderr, status) -> str:
-    assert returncode == status, stderr[-3000:]
-    assert "Traceback" not in stderr, stderr[-3000:]
-    errors = [line for line in stderr.splitlines() if "eole predict: error:" in line]
-    assert len(errors) == 1, stderr[-3000:]
-    return errors[0]
-
-
-def partials(directory: Path) -> list[str]:
-    return [p.name for p in directory.iterdir() if p.name.endswith(".partial")]
+one_error_line = functools.partial(one_line.one_error_line, prog="eole predict")
 
 
 BAD = [
@@ -97,20 +87,6 @@ def test_sighup_during_a_decode_is_one_line_and_loses_nothing(encoder_decoder, l
     line = one_error_line(proc.returncode, "".join(seen), 129)
     assert "SIGHUP" in line
     assert out.read_text() == "earlier\n" and stats_file.read_text() == "{}\n" and partials(tmp_path) == []
-
-
-def wait_for_torch(proc: subprocess.Popen, timeout: float = 120) -> None:
-    """Until the process has loaded torch's library: its modules are importing (an earlier SIGINT would find an
-    interpreter that has not yet installed its handler, and end it silently)."""
-    deadline = time.time() + timeout
-    while proc.poll() is None and time.time() < deadline:
-        try:
-            if "libtorch" in Path(f"/proc/{proc.pid}/maps").read_text():
-                return
-        except OSError:
-            pass
-        time.sleep(0.01)
-    raise AssertionError("the process never loaded torch")
 
 
 def test_ctrl_c_while_eole_predict_starts_is_one_line(encoder_decoder, src, tmp_path):
