@@ -33,12 +33,13 @@ def writes(opt) -> list[tuple[str, str]]:
 
 
 def save_config_problem(opt, paths) -> str | None:
-    """One line if a ``-save_config`` path (``paths``: configargparse's list) is a file the run reads, else None."""
-    from onmt_optimal.options import _same_file
+    """One line if a ``-save_config`` path (``paths``: configargparse's list) is a file the run reads, else None:
+    ``options._check_distinct``'s refusal, as a line (configargparse writes the file while it parses)."""
+    from onmt_optimal.options import OptionError, _check_distinct
 
     for path in paths or ():
-        for flag, read in reads(opt):
-            if _same_file(str(path), read):
-                return (f"-save_config {path} is the {flag} file, which the run reads: writing it would destroy "
-                        f"that input; name another file")
+        try:
+            _check_distinct(opt, reads=reads(opt), writes=(("-save_config", str(path)),))
+        except OptionError as err:
+            return str(err)
     return None
