@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -92,16 +91,11 @@ def main() -> None:
 
 
 def serve() -> None:
-    answers = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
+    answers = translate_worker.answers_channel()
     import torch
 
     torch.set_num_threads(1)
-    for line in sys.stdin:
-        job = json.loads(line)
-        code = translate_worker._run_one(main, job["argv"], job["stdout"], job["stderr"])
-        answers.write(json.dumps({"returncode": code}) + "\n")
-        answers.flush()
+    translate_worker.run_jobs(main, answers)
 
 
 if __name__ == "__main__":

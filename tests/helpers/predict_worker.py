@@ -8,7 +8,6 @@ The client, the per-run redirection of file descriptors 1 and 2 and the exit-sta
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -29,8 +28,7 @@ class Worker(translate_worker.Worker):
 
 
 def serve(stock: bool) -> None:
-    answers = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
+    answers = translate_worker.answers_channel()
     from eole.bin.main import main
 
     if stock:
@@ -40,12 +38,8 @@ def serve(stock: bool) -> None:
         import eole.predict
 
         assert hasattr(eole.predict.get_infer_class, "__wrapped__"), "the import hook did not patch eole"
-    for line in sys.stdin:
-        job = json.loads(line)
-        # translate_worker's _run_one sets sys.argv = ["onmt_translate", *argv]; eole's main reads sys.argv[1:]
-        code = translate_worker._run_one(main, job["argv"], job["stdout"], job["stderr"])
-        answers.write(json.dumps({"returncode": code}) + "\n")
-        answers.flush()
+    # translate_worker's _run_one sets sys.argv = ["onmt_translate", *argv]; eole's main reads sys.argv[1:]
+    translate_worker.run_jobs(main, answers)
 
 
 if __name__ == "__main__":

@@ -139,9 +139,29 @@ def _run_one(main, argv: list[str], stdout: str, stderr: str) -> int:
     return code
 
 
-def serve(stock: bool) -> None:
+def answers_channel():
+    """The client's channel, the worker's stdout as it started; from now on file descriptor 1 is the worker's
+    stderr, so that between runs anything written to stdout goes to the worker's log, never into the answers."""
     answers = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # between runs anything written to stdout goes to the worker's log, never into the answers
+    os.dup2(2, 1)
+    return answers
+
+
+def run_jobs(main, answers, before=None) -> None:
+    """Each job the client sends on stdin (one JSON line: ``argv``, ``stdout``, ``stderr``) run by ``_run_one``,
+    its exit status answered on ``answers``; ``before(job)``, if given, runs first, outside the run's
+    redirection."""
+    for line in sys.stdin:
+        job = json.loads(line)
+        if before is not None:
+            before(job)
+        code = _run_one(main, job["argv"], job["stdout"], job["stderr"])
+        answers.write(json.dumps({"returncode": code}) + "\n")
+        answers.flush()
+
+
+def serve(stock: bool) -> None:
+    answers = answers_channel()
     if stock:
         import argparse
 
@@ -157,11 +177,7 @@ def serve(stock: bool) -> None:
         import onmt.translate.translator as t
 
         assert hasattr(t.build_translator, "__wrapped__"), "the import hook did not patch OpenNMT-py"
-    for line in sys.stdin:
-        job = json.loads(line)
-        code = _run_one(main, job["argv"], job["stdout"], job["stderr"])
-        answers.write(json.dumps({"returncode": code}) + "\n")
-        answers.flush()
+    run_jobs(main, answers)
 
 
 if __name__ == "__main__":

@@ -94,16 +94,14 @@ def main() -> None:
 
 
 def serve() -> None:
-    answers = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)
-    for line in sys.stdin:
-        job = json.loads(line)
+    answers = translate_worker.answers_channel()
+
+    def start_engine(job) -> None:  # with the worker's own stdout and stderr (module docstring)
         model = _model_of(job["argv"])
         if model is not None:
-            _engine(model)  # started with the worker's own stdout and stderr (module docstring)
-        code = translate_worker._run_one(main, job["argv"], job["stdout"], job["stderr"])
-        answers.write(json.dumps({"returncode": code}) + "\n")
-        answers.flush()
+            _engine(model)
+
+    translate_worker.run_jobs(main, answers, before=start_engine)
     for llm in _ENGINES.values():
         llm.llm_engine.engine_core.shutdown()
 
