@@ -21,6 +21,7 @@ import pytest
 
 from helpers import toy
 from helpers.float32 import assert_same_answers
+from helpers.rules import EXACT_RULES
 
 pytestmark = pytest.mark.slow
 
@@ -309,16 +310,6 @@ def test_with_score_works_where_stock_crashes(translate, stock, model, src, tmp_
 
 
 # every scoring rule: exact ones must agree with the exhaustive run of the same beam
-EXACT_RULES = [
-    ["-length_penalty", "none"],
-    ["-length_penalty", "avg"],
-    ["-length_penalty", "wu", "-alpha", "0.6"],
-    ["-length_penalty", "none", "-length_reward", "0.8", "-length_ratio", "1.5"],
-    ["-length_penalty", "none", "-length_reward", "0.3"],
-    ["-length_penalty", "none", "-bp_norm", "-length_ratio", "1.5"],
-]
-
-
 @pytest.mark.parametrize("rule", EXACT_RULES, ids=" ".join)
 def test_every_exact_rule_equals_the_exhaustive_beam(translate, model, src, tmp_path, rule):
     common = [*rule, "-beam_size", "4", "-with_score", "-max_length_ratio", "0", "-max_length", "30"]

@@ -19,18 +19,11 @@ import numpy as np
 import pytest
 
 from helpers import precision, toy
+from helpers.rules import EXACT_RULES
 
 pytestmark = pytest.mark.slow
 
 COMMON = ["-beam_size", "4", "-n_best", "2", "-max_length", "30", "-max_length_ratio", "0", "-batch_size", "1"]
-RULES = [
-    ["-length_penalty", "none"],
-    ["-length_penalty", "avg"],
-    ["-length_penalty", "wu", "-alpha", "0.6"],
-    ["-length_penalty", "none", "-length_reward", "0.8", "-length_ratio", "1.5"],
-    ["-length_penalty", "none", "-length_reward", "0.3"],
-    ["-length_penalty", "none", "-bp_norm", "-length_ratio", "1.5"],
-]
 CASES = precision.cases(cpu=["fp16", "int8"], cuda=["fp16"])
 HALF = precision.cases(cpu=["fp16"], cuda=["fp16"])
 
@@ -51,7 +44,7 @@ def test_every_exact_rule_equals_the_exhaustive_beam(our_worker, toy_model, tmp_
     float16 ``log p`` (a reward rounded to float16 would make ``r = 0.8`` into 0.7998)."""
     src = tmp_path / "test.src"
     toy.write_corpus(tmp_path / "test", 16, seed=3, max_len=14)
-    for i, rule in enumerate(RULES):
+    for i, rule in enumerate(EXACT_RULES):
         args = [*COMMON, *device_args(device, prec), *rule, "-with_score", "-stats_file", tmp_path / f"s{i}"]
         optimal = run(our_worker, toy_model, src, tmp_path / f"opt{i}", *args, "-stopping", "optimal")
         exhaustive = run(our_worker, toy_model, src, tmp_path / f"exh{i}", *args, "-stopping", "exhaustive")

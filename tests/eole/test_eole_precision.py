@@ -15,16 +15,9 @@ from pathlib import Path
 import pytest
 
 from helpers import precision
+from helpers.rules import EXACT_RULES
 
 COMMON = ["-max_length_ratio", "0", "-max_length", "30", "-beam_size", "4", "-n_best", "2", "-batch_size", "1"]
-RULES = [
-    ["-length_penalty", "none"],
-    ["-length_penalty", "avg"],
-    ["-length_penalty", "wu", "-alpha", "0.6"],
-    ["-length_penalty", "none", "-length_reward", "0.8", "-length_ratio", "1.5"],
-    ["-length_penalty", "none", "-length_reward", "0.3"],
-    ["-length_penalty", "none", "-bp_norm", "-length_ratio", "1.5"],
-]
 CASES = precision.cases(cpu=["bf16", "fp16"], cuda=["bf16", "fp16"])
 #: every rule in bf16 on the CPU (fp16 there only against stock: the same float32 scores, from another type)
 RULE_CASES = precision.cases(cpu=["bf16"], cuda=["bf16", "fp16"])
@@ -49,7 +42,7 @@ def short_src(src, tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("device, dtype", RULE_CASES)
 def test_every_exact_rule_equals_the_exhaustive_beam(ours, model, short_src, tmp_path, device, dtype):
-    for i, rule in enumerate(RULES):
+    for i, rule in enumerate(EXACT_RULES):
         args = [*COMMON, *device_args(device, dtype), *rule, "-with_score"]
         optimal = run(ours, model, short_src, tmp_path / f"opt{i}", *args, "-stopping", "optimal")
         exhaustive = run(ours, model, short_src, tmp_path / f"exh{i}", *args, "-stopping", "exhaustive")

@@ -22,6 +22,7 @@ import pytest
 from helpers import one_line, toy_eole
 from helpers.float32 import score_tolerance
 from helpers.one_line import partials
+from helpers.rules import EXACT_RULES
 
 COMMON = ["-max_length_ratio", "0", "-max_length", "30"]
 
@@ -91,14 +92,6 @@ def test_default_stopping_with_stats_file_is_still_stock_output(ours, stock, mod
 
 
 # ---------------------------------------------------------------- the certificate: every scoring rule
-EXACT_RULES = [
-    ["-length_penalty", "none"],
-    ["-length_penalty", "avg"],
-    ["-length_penalty", "wu", "-alpha", "0.6"],
-    ["-length_penalty", "none", "-length_reward", "0.8", "-length_ratio", "1.5"],
-    ["-length_penalty", "none", "-length_reward", "0.3"],
-    ["-length_penalty", "none", "-bp_norm", "-length_ratio", "1.5"],
-]
 
 
 def assert_same_answers(a, b, records, n_best=1):
