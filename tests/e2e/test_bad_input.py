@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from helpers import toy
+from helpers.one_line import partials
 from onmt_optimal import __main__ as cli
 from onmt_optimal.opennmt import hook, install
 from onmt_optimal.tools.text import unescape_moses
@@ -187,10 +188,6 @@ def test_unescape_moses_undoes_the_escapes_of_the_tvsub_files():
 
 
 # ------------------------------------------------------------------ files that would be lost, inputs that crashed
-def partials(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".partial"))
-
-
 @pytest.mark.parametrize("how", ["same path", "another spelling", "symbolic link", "hard link"])
 def test_stats_file_equal_to_output_is_refused_and_both_are_kept(translate, toy_model, src, tmp_path, how):
     """Stock wrote the statistics over the translations (exit 0, no word)."""
