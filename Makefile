@@ -29,17 +29,20 @@ PIP := $(BIN)/python -m pip -qq
 # and the packages only its server, model conversion and -tensorboard import; filtered below
 KNOWN_CONFLICT := ^opennmt-py 3\.5\.1 
 
-$(STAMP): pyproject.toml requirements.txt requirements-test.txt requirements-plots.txt Makefile onmt_optimal.pth
+$(STAMP): pyproject.toml requirements.txt requirements-test.txt requirements-plots.txt requirements-server.txt Makefile \
+  onmt_optimal.pth
 	@echo "setting up $(VENV): torch >= 2.1, requirements*.txt, onmt-optimal, then OpenNMT-py 3.5.1 without its torch<2.3 pin"
-	@echo "(and without ctranslate2, flask, six, tensorboard, waitress: only its server, conversion and -tensorboard use them)"
+	@echo "(and without ctranslate2, six, tensorboard: only its CTranslate2 models, conversion and -tensorboard use them;"
+	@echo "flask and waitress, which its server onmt_server imports, come from requirements-server.txt)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(PIP) install --upgrade pip
 	@# keep any torch >= 2.1 already there; never let OpenNMT-py's pin downgrade it
 	@$(BIN)/python -c "import sys, torch; sys.exit(tuple(map(int, torch.__version__.split('+')[0].split('.')[:2])) < (2, 1))" 2>/dev/null \
 	  || $(PIP) install "$(TORCH)"
-	@# run-time needs, test and plotting extras; --no-warn-conflicts: on a re-run OpenNMT-py is already there
-	@# and pip would print its torch pin as an ERROR block (real conflicts: `pip check` below)
-	@$(PIP) install --no-warn-conflicts -r requirements.txt -r requirements-test.txt -r requirements-plots.txt
+	@# run-time needs, test, plotting and server extras; --no-warn-conflicts: on a re-run OpenNMT-py is already
+	@# there and pip would print its torch pin as an ERROR block (real conflicts: `pip check` below)
+	@$(PIP) install --no-warn-conflicts -r requirements.txt -r requirements-test.txt -r requirements-plots.txt \
+	  -r requirements-server.txt
 	@# editable; its wheel ships onmt_optimal.pth, the import hook (pip uninstall removes it)
 	@$(PIP) install --no-deps -e .
 	@# last and with --no-deps (pip checks no pins then): its torch<2.3 pin would downgrade torch

@@ -4,7 +4,8 @@ progress count, and the closing report.
 A translator of either toolkit mixes ``RecordKeeping`` in before its own class, names its ``contract.Contract``
 (``CONTRACT``) and declares in its constructor ``search`` (``options.Options``), ``_stats`` and ``_rule_results``
 (dicts keyed by ``lines.key``) and ``progress`` (None or a callable). ``decoding`` runs one decode with a search,
-a beam size and a progress count of its own.
+a beam size and a progress count of its own. ``_write_stats`` writes a decode's statistics file: whole, or, for a
+translator a server holds (``stats_log``, an ``adapter.served.StatsLog``), appended under the request's id.
 """
 from __future__ import annotations
 
@@ -18,6 +19,18 @@ class RecordKeeping:
 
     #: the toolkit's contract (``contract.OPENNMT_PY_CONTRACT``, ``contract.EOLE_CONTRACT``)
     CONTRACT: contract.Contract
+    #: where a served model's records go, request by request (``adapter.served.StatsLog``, set by the servers'
+    #: patches); None: the statistics file is written whole, once per decode
+    stats_log = None
+
+    def _write_stats(self, outputs=None, request: str | None = None) -> None:
+        """The decode's records (``_stats``) to ``search.stats_file``: appended to ``stats_log`` under
+        ``request`` (None: the request being answered) where a server holds the translator, else written whole
+        (through ``outputs``, an ``atomic.Outputs`` committed with the run's other files, if given)."""
+        if self.stats_log is not None:
+            self.stats_log.append(self._stats, request)
+        else:
+            lines.write_stats(self.search.stats_file, self._stats, outputs)
 
     def _check_contract(self) -> None:
         """Before a certified search is built: the toolkit translator's members it reads (``contract``)."""

@@ -38,6 +38,10 @@ class Certified(RecordKeeping):
     """The mixin; see the module docstring. ``search`` (``options.Options``) says what to run."""
 
     CONTRACT = contract.EOLE_CONTRACT
+    #: the id of the server request being decoded (``eole.server``: eole's server hands it over as a setting of
+    #: the request, which eole's ``update_settings`` sets on the predictor); None outside a server, and after each
+    #: decode
+    onmt_optimal_request = None
 
     def __init__(self, model, vocabs, config, model_config, *args, global_scorer=None, **kwargs):
         super().__init__(model, vocabs, config, model_config, *args, global_scorer=global_scorer, **kwargs)
@@ -82,9 +86,11 @@ class Certified(RecordKeeping):
         self._stats, self._rule_results = {}, {}
         with empty_lines.keeping(not self.search.stock) as self._empty_lines:
             result = super()._predict(infer_iter, *args, **kwargs)
+        request, self.onmt_optimal_request = self.onmt_optimal_request, None
         if not self.search.stock and self.search.stats_file:
-            # with the run's output when the engine's infer_file runs (patch), else on its own
-            lines.write_stats(self.search.stats_file, self._stats, run_outputs.current())
+            # with the run's output when the engine's infer_file runs (patch), else on its own; a served model's
+            # appended under its request's id (``eole.server``)
+            self._write_stats(run_outputs.current(), request)
         return result
 
     def report_results(self, gold_score, gold_log_probs, batch, batch_size, decode_strategy, estim):

@@ -129,7 +129,7 @@ class CertifiedTranslator(RecordKeeping, Translator):
             if out is not None:
                 out.open()  # an input with no line leaves an empty output, as in stock
             if self.search is not None and self.search.stats_file:
-                lines.write_stats(self.search.stats_file, self._stats, out.outputs if out is not None else None)
+                self._write_stats(out.outputs if out is not None else None)
             if out is not None:
                 out.commit()  # -output and -stats_file, both complete, renamed into place
         except BaseException:

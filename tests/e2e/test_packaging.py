@@ -151,7 +151,8 @@ def test_the_sdist_carries_what_rebuilds_the_wheel_and_no_tests(dists):
     with tarfile.open(dists["sdist"]) as sdist:
         names = {m.name.split("/", 1)[1] for m in sdist.getmembers() if m.isfile()}
     wanted = {"pyproject.toml", "PKG-INFO", install.PTH_NAME, "LICENSE", "docs/summary.md", "README.md",
-              "requirements.txt", "requirements-test.txt", "requirements-eole.txt", "requirements-plots.txt"}
+              "requirements.txt", "requirements-test.txt", "requirements-eole.txt", "requirements-plots.txt",
+              "requirements-server.txt"}
     assert wanted | package_files() <= names, (wanted | package_files()) - names
     assert not [n for n in names if n.startswith(("tests/", "scripts/", "models/", "results/", "benchmarks/"))]
     assert "setup.py" not in names

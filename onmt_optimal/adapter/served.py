@@ -1,0 +1,159 @@
+"""The statistics file of a served model: one JSON record per decoded sentence, appended request by request.
+
+``onmt_translate`` and ``eole predict`` write ``stats_file`` whole, once per run (``lines.write_stats``). A server
+decodes many requests with one translator; rewriting the file at each request would keep only the last one. So a
+server's translator appends instead (``StatsLog``, which the servers' patches hand to the translator as its
+``stats_log``): each request adds its records, in its input order, each carrying the request's id and the model's:
+
+    {"request": "7f3a...", "model": 7, "line": 1, "steps": 9, "stop_reason": "optimal", ...}
+
+``line`` numbers the sentences the model decoded for that request, from 1; the other fields are
+``onmt_translate``'s (``search.record.Record``). The request id is the client's ``X-Request-Id`` header when it
+sent a short printable one, else a fresh random one; the server answers it in the same header (``Request``,
+``CURRENT``: set by the server's patch for the request being answered).
+
+A request's records are appended in one ``write`` to a file opened with ``O_APPEND``, under a lock (a process-wide
+one per file, and ``flock`` for processes sharing it), then synced: records of concurrent requests never
+interleave. A write that fails midway (a full disk) is cut back to the file's earlier end, so the file holds
+whole records only, every earlier one kept; the request then fails with one line (``atomic.OutputError``). A
+record cut short by a killed process (SIGKILL, power loss) stays as it is, and the next request's records start
+on a line of their own.
+"""
+from __future__ import annotations
+
+import contextvars
+import fcntl
+import json
+import os
+import secrets
+import stat
+import threading
+
+from onmt_optimal import atomic
+from onmt_optimal.adapter import lines
+
+#: the HTTP header that carries a request's id, both ways
+HEADER = "X-Request-Id"
+#: the longest client id kept (a longer one, or one with other than printable ASCII, is replaced by a fresh id)
+MAX_ID = 128
+
+
+class Request:
+    """The request a server is answering: its ``id``, and whether its records were written (``used``: the server
+    then answers the id in ``HEADER``)."""
+
+    def __init__(self, given: str | None = None):
+        self.id = given if _acceptable(given) else secrets.token_hex(16)
+        self.used = False
+
+
+def _acceptable(given) -> bool:
+    return isinstance(given, str) and 0 < len(given) <= MAX_ID and given.isascii() and given.isprintable()
+
+
+#: the request being answered in this context (a server thread's, or an asyncio task's), None outside one
+CURRENT: contextvars.ContextVar = contextvars.ContextVar("onmt_optimal_request", default=None)
+
+
+def current() -> Request:
+    """The request being answered, or a new one (a decode outside any request: each call its own id)."""
+    request = CURRENT.get()
+    return request if request is not None else Request()
+
+
+class StatsLog:
+    """Where a served model's translator appends each request's records (see the module docstring). ``path``:
+    the statistics file (resolved by the server's patch); ``model``: the model's id in the server's config."""
+
+    def __init__(self, path: str, model):
+        self.path = path
+        self.model = model
+
+    def append(self, stats: dict, request: str | None = None) -> None:
+        """The records of one request (``stats``: records keyed by ``lines.key``), in input order, under
+        ``request`` (None: the current request's id, ``current``)."""
+        if not stats:
+            return
+        if request is None:
+            found = current()
+            found.used = True
+            request = found.id
+        text = "".join(json.dumps({"request": request, "model": self.model, **json.loads(stats[k].json(n))},
+                                  allow_nan=False) + "\n"
+                       for n, k in enumerate(sorted(stats, key=lines.order), start=1))
+        append(self.path, text)
+
+
+#: one lock per file (its real path), for the threads of this process
+_LOCKS: dict = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock(path: str) -> threading.Lock:
+    key = os.path.realpath(path)
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(key, threading.Lock())
+
+
+def append(path: str, text: str, flag: str = "-stats_file") -> None:
+    """``text`` added at the end of ``path`` (created if need be) in one write, or nothing added at all (see the
+    module docstring); a failure raises ``atomic.OutputError``."""
+    data = text.encode("utf-8")
+    with _lock(path):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as err:
+            raise atomic.OutputError(f"{flag} {path}: cannot append to it ({_reason(err)}); earlier records "
+                                     f"were kept") from None
+        try:
+            regular = stat.S_ISREG(os.fstat(fd).st_mode)
+            end = 0
+            if regular:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
+                end = os.fstat(fd).st_size
+                if end and _last_byte(path, end) not in (b"\n", None):
+                    data = b"\n" + data  # after a record cut short by a killed writer: a line of its own
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                if regular:
+                    os.fsync(fd)
+            except OSError as err:
+                if regular:
+                    os.ftruncate(fd, end)  # the file as it was: whole records only
+                raise atomic.OutputError(f"{flag} {path}: cannot append to it ({_reason(err)}); earlier records "
+                                         f"were kept, this request's were not written") from None
+        finally:
+            os.close(fd)
+
+
+def _last_byte(path: str, size: int) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            f.seek(size - 1)
+            return f.read(1)
+    except OSError:
+        return None  # not readable: nothing to tell
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or type(err).__name__
+
+
+def check(flag: str, path: str) -> None:
+    """``path`` can take appended records: refused at start-up in one line (``options.OptionError``) otherwise,
+    before any request comes."""
+    from onmt_optimal.options import OptionError
+
+    if os.path.isdir(path):
+        raise OptionError(f"{flag} {path} is a directory, not a file")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise OptionError(f"{flag} {path} is not writable")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise OptionError(f"{flag} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OptionError(f"{flag} {path}: directory {parent} is not writable")
