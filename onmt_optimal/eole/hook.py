@@ -24,4 +24,19 @@ def _patch():
     return patch
 
 
+#: eole's server modules (``eole serve``) -> the function of ``onmt_optimal.eole.server`` that patches it
+SERVER_MODULES = {
+    "eole.server.model": "patch_server_model",
+    "eole.server.app": "patch_server_app",
+    "eole.bin.run.serve": "patch_serve_command",
+}
+
+
+def _server():
+    from onmt_optimal.eole import server
+
+    return server
+
+
 install(MODULES, _patch)
+install(SERVER_MODULES, _server)
