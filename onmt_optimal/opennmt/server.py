@@ -18,9 +18,9 @@ has (``patch_command``):
   instead of rewriting the file per request;
 * ``ServerModel.run``: the request's id (the client's ``X-Request-Id``, or a fresh one) goes with its records and
   back to the client in that header, where a ``stats_file`` is set;
-* ``onmt.bin.server.start`` (``main``'s): a refused option (at start-up: every model's ``"opt"`` is parsed then, loaded or not)
-  or an unwritable ``stats_file`` ends the command with ``onmt_server: error: CONFIG: model ID: ...`` and exit
-  status 2, no traceback.
+* ``onmt.bin.server.start`` (``main``'s): a refused option (at start-up: every model's ``"opt"`` is parsed then,
+  loaded or not) or an unwritable ``stats_file`` ends the command with ``onmt_server: error: CONFIG: model ID:
+  ...`` and exit status 2, no traceback.
 
 With none of our options the server is stock OpenNMT-py's, answers and scores alike.
 """
