@@ -10,11 +10,13 @@ once its eole module has executed (``hook``):
   taken from the server's working directory, as eole takes the model's ``log_file`` and a local ``path``, and
   must be appendable, and neither a file of the model nor the log file. ``Server.start`` checks every model
   that sets one of our options at start-up, loaded or not (a model given as a Hugging Face ID, which eole would
-  download, is checked when it loads). The loaded predictor appends each request's records to ``stats_file``
-  (``adapter.served``) instead of rewriting the file per request; a request to such a model carries its id to
-  the predictor as one more setting of the request (``REQUEST_SETTING``, which eole's ``update_settings`` sets
-  on the predictor), so eole's batcher, which groups only requests with equal settings, decodes it in an
-  engine call of its own: its records are its own;
+  download, is checked when it loads). A request's decoding settings, which eole applies over the config for
+  that request, are checked with the config's options: a refused one is answered with HTTP 400 and one line
+  (``request_problem``), and the server goes on serving. The loaded predictor appends each request's records
+  to ``stats_file`` (``adapter.served``) instead of rewriting the file per request; a request to such a model
+  carries its id to the predictor as one more setting of the request (``REQUEST_SETTING``, which eole's
+  ``update_settings`` sets on the predictor), so eole's batcher, which groups only requests with equal settings,
+  decodes it in an engine call of its own: its records are its own;
 * ``eole.server.app`` (``patch_server_app``): the application reads each request's ``X-Request-Id`` (or makes
   one) and, where the request's records were written, answers it in that header (``RequestIds``);
 * ``eole.bin.run.serve`` (``patch_serve_command``): a refused option at start-up ends ``eole serve`` with
@@ -55,7 +57,7 @@ def patch_server_model() -> None:
     module.PredictConfig = options.config_class()
     module.Server.start = _checked_at_start(module.Server.start)
     model.load = _appending(model.load)
-    model.infer_async = _with_request_id(model.infer_async)
+    model.infer_async = _per_request(model.infer_async)
     model.get_config = _checked(model.get_config)  # the last: a call that finds it ours has nothing left to do
 
 
@@ -150,22 +152,52 @@ def _appending(load):
     return mark(appending)
 
 
-def _with_request_id(infer_async):
-    """``Model.infer_async`` that, for a model with a ``stats_file``, hands the request's id (``served.CURRENT``,
-    set by ``RequestIds``, or a fresh one) to the predictor as the setting ``REQUEST_SETTING``."""
+def _per_request(infer_async):
+    """``Model.infer_async`` that, for a model setting our options, checks the request's decoding settings with
+    them (``request_problem``: HTTP 400, one line) and, where it has a ``stats_file``, hands the request's id
+    (``served.CURRENT``, set by ``RequestIds``, or a fresh one) to the predictor as the setting
+    ``REQUEST_SETTING``."""
 
     @functools.wraps(infer_async)
     async def infer(self, inputs, settings=None, is_chat=False):
         settings = {} if settings is None else settings
-        if _ours_in(self.pre_config) and self.pre_config.get("stats_file"):
-            from onmt_optimal.adapter import served
+        if _ours_in(self.pre_config):
+            if not self.loaded:
+                self.load()  # as stock's first step: its predictor says which settings apply
+            problem = request_problem(self, settings)
+            if problem is not None:
+                from fastapi import HTTPException
 
-            request = served.CURRENT.get() or served.Request()
-            request.used = True
-            settings = {**settings, REQUEST_SETTING: request.id}
+                raise HTTPException(status_code=400, detail=problem)
+            if self.pre_config.get("stats_file"):
+                from onmt_optimal.adapter import served
+
+                request = served.CURRENT.get() or served.Request()
+                request.used = True
+                settings = {**settings, REQUEST_SETTING: request.id}
         return await infer_async(self, inputs, settings=settings, is_chat=is_chat)
 
     return mark(infer)
+
+
+def request_problem(model, settings: dict) -> str | None:
+    """One line on what the request's ``settings`` ask that the model's search cannot do with them (eole
+    applies each setting the predictor has, e.g. ``beam_size``, ``n_best``, ``max_length``, ``ratio``, ``top_k``,
+    over the model's config for that request: ``update_settings``), checked as ``eole predict`` checks a config;
+    None when there is nothing to refuse."""
+    from onmt_optimal.eole import options
+
+    predictor = getattr(model.engine, "predictor", None)
+    config = getattr(model, "config", None)
+    if predictor is None or config is None:
+        return None
+    fields = type(config).model_fields
+    applied = {k: v for k, v in settings.items() if k in fields and hasattr(predictor, k)}
+    try:
+        options.validate(config.model_copy(update=applied), run=False)
+    except options.OptionError as err:
+        return f"model {model.model_id}: {err}"
+    return None
 
 
 class RequestIds:
