@@ -8,9 +8,10 @@ has (``patch_command``):
 
 * ``ServerModel.parse_opt``: a switch of ours (``"bp_norm"``, ``"progress"``) set to ``false`` is off (stock
   passes every JSON boolean as the bare switch, so ``false`` turned it on) and any other value than true or false
-  is refused; an error of OpenNMT-py's parser (a value of the wrong type, an unknown option) is one
-  ``OptionError`` line instead of its usage text and ``SystemExit``; a relative ``stats_file`` is joined to the
-  model's root, as ``log_file`` is, and must be appendable, and neither a model file nor the log file;
+  is refused, and so is ``"ray_workers"`` (``onmt_translate``'s alone); an error of OpenNMT-py's parser (a value
+  of the wrong type, an unknown option) is one ``OptionError`` line instead of its usage text and
+  ``SystemExit``; a relative ``stats_file`` is joined to the model's root, as ``log_file`` is, and must be
+  appendable, and neither a model file nor the log file;
 * ``ServerModel.__init__``: those errors, and every check of ours (``options.check_search`` through
   ``validate_translate_opts``, the same as ``onmt_translate``'s), name the model and are a ``ServerModelError``
   too, so ``/clone_model`` answers them as an error, not a crash;
@@ -92,6 +93,10 @@ def _parsed(parse_opt):
             parsed = parse_opt(self, opt)
         finally:
             sys.argv = argv
+        if getattr(parsed, "ray_workers", 0):
+            from onmt_optimal.options import OptionError
+
+            raise OptionError("-ray_workers is onmt_translate's: the server decodes each request in its own process")
         stats_file = getattr(parsed, "stats_file", None)
         if stats_file:
             parsed.stats_file = os.path.join(self.model_root, stats_file)

@@ -172,12 +172,13 @@ def start(root: Path, opt: dict):
     ({"bp_norm": "yes"}, "-bp_norm must be true or false (got 'yes')"),
     ({"length_reward": "abc"}, "argument --length_reward/-length_reward: invalid float value: 'abc'"),
     ({"length_rewad": 1.0}, "unrecognized arguments: -length_rewad 1.0"),
+    ({"ray_workers": 2}, "-ray_workers is onmt_translate's"),
     ({"stats_file": "missing/stats.jsonl"}, "-stats_file {root}/missing/stats.jsonl: directory {root}/missing does "
                                             "not exist"),
     ({"stats_file": "same.log", "log_file": "same.log"}, "-log_file {root}/same.log and -stats_file "
                                                          "{root}/same.log are the same file"),
     ({"stats_file": "model.pt"}, "-stats_file {root}/model.pt is the -model file"),
-], ids=["stopping", "normalized", "bp_norm-ratio", "switch", "type", "unknown", "stats-dir", "stats-log",
+], ids=["stopping", "normalized", "bp_norm-ratio", "switch", "type", "unknown", "ray", "stats-dir", "stats-log",
         "stats-model"])
 def test_a_refused_option_names_the_model(unloaded, opt, says):
     from onmt_optimal.options import OptionError
