@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,22 @@ def test_statistics_are_appended_per_request_under_its_id(server, root):
     assert by_request["client-7"] == [1, 2] and by_request[request] == [1, 2, 3]
     assert (root / "server.log").exists()  # log_file and stats_file both relative to models_root
     assert not (server.cwd / "stats.jsonl").exists()
+
+
+def test_concurrent_requests_append_their_records_whole(server, root):
+    stats = root / "stats.jsonl"
+    kept = stats.read_bytes() if stats.exists() else b""
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda k: translate(server, 7, INPUTS[:k], headers={"X-Request-Id": f"c{k}"}),
+                                range(1, 7)))
+    assert [a.headers["x-request-id"] for a in answers] == [f"c{k}" for k in range(1, 7)]
+    assert stats.read_bytes().startswith(kept)
+    new = [json.loads(line) for line in stats.read_bytes()[len(kept):].decode().splitlines()]
+    runs = [(r["request"], r["line"]) for r in new]
+    for k in range(1, 7):  # each request's records in one run, in its order
+        start = runs.index((f"c{k}", 1))
+        assert runs[start:start + k] == [(f"c{k}", n) for n in range(1, k + 1)]
+    assert len(runs) == sum(range(1, 7))
 
 
 def test_a_model_without_our_options_is_served_as_stock(server, root, stock_worker, toy_model, tmp_path):
