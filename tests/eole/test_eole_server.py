@@ -141,6 +141,25 @@ def test_a_model_without_our_options_is_served_as_stock(server, cwd, stock, enco
     assert ((cwd / "stats.jsonl").stat().st_size if (cwd / "stats.jsonl").exists() else 0) == size
 
 
+def test_a_model_without_our_options_answers_as_stock_eole_serve(server, encoder_decoder, tmp_path):
+    """The same model and settings served by stock eole (``ONMT_OPTIMAL_DISABLE=1``): the same answer, and the same
+    headers but the date."""
+    conf = server_config(tmp_path, [{"id": "stock", "path": str(encoder_decoder), "preload": True,
+                                     "config": dict(SHARED)}])
+    port = http_server.free_port()
+    stock = http_server.Server([_eole(), "serve", "-config", conf, "--host", http_server.HOST, "--port", port],
+                               port, "/health", tmp_path / "output.log", env=http_server.env(ONMT_OPTIMAL_DISABLE="1"),
+                               cwd=tmp_path)
+    try:
+        theirs = infer(stock, "stock", INPUTS)
+    finally:
+        stock.stop()
+    ours = infer(server, "stock", INPUTS)
+    assert ours.body == theirs.body
+    assert {k: v for k, v in ours.headers.items() if k != "date"} == \
+        {k: v for k, v in theirs.headers.items() if k != "date"}
+
+
 def test_a_request_setting_our_options_refuse_is_answered_400_in_one_line(server):
     answer = server.post("/infer", {"model": "encoder_decoder", "inputs": INPUTS[:1], **SHARED, "ratio": 0.5})
     assert answer.status == 400, answer.body
