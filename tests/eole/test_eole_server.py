@@ -12,6 +12,7 @@ process (``Server.start`` on a config whose models are not preloaded).
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -172,8 +173,6 @@ def test_a_refused_value_ends_the_server_at_start_up_in_one_line(encoder_decoder
     conf = server_config(tmp_path, [{"id": "toy", "path": str(encoder_decoder),
                                      "config": {**SHARED, **OURS, "length_reward": -1}}])
     port = http_server.free_port()
-    import subprocess
-
     proc = subprocess.run([_eole(), "serve", "-config", str(conf), "--host", http_server.HOST, "--port", str(port)],
                           env=http_server.env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
     line = one_error_line(proc.returncode, proc.stderr, 2, prog="eole serve")
