@@ -5,9 +5,9 @@ transformers documents (a method repository: ``generate(custom_generate=<folder>
 model repository with ``custom_generate/``: plain ``generate()`` after ``from_pretrained(...,
 trust_remote_code=True)``), its answers are ``custom_generate=optimal_beam_search``'s (sequences, scores,
 statistics) and, where docs/hf.md says so, transformers' ``early_stopping="never"``'s. Without
-``trust_remote_code`` the method repository is refused, the model repository decodes as stock, and nothing is
-written to the modules cache. The folder's copies of the package are what ``make hub`` writes, and its README's
-example runs."""
+``trust_remote_code`` the method repository is refused, the model repository keeps transformers' own
+``generate``, and nothing is written to the modules cache. The folder's copies of the package are what
+``make hub`` writes, and its README's example runs."""
 from __future__ import annotations
 
 import json
