@@ -4,15 +4,18 @@ so neither the package's editable path nor its import hook), from a folder that 
 
     python -S hub_user.py JOB.json
 
-``JOB.json``: ``model`` (a saved model), ``repo`` (the same model's files with the folder's ``custom_generate/``
-beside them: a model repository), ``method`` (a copy of the folder: a method repository), ``kind``
-(``encoder_decoder`` or ``decoder_only``), ``inputs`` (``torch.save``d model inputs), ``runs`` (a list of
-``[settings, never]``: ``generate`` keyword arguments, and whether transformers' ``early_stopping="never"``
-decodes the same settings too), ``out``. transformers' modules cache is ``HF_MODULES_CACHE`` of the environment.
+``JOB.json``: ``model`` (a saved model), ``kind`` (``encoder_decoder`` or ``decoder_only``), ``inputs``
+(``torch.save``d model inputs), ``methods`` and ``repos`` (name -> a local folder or a Hub id: method
+repositories, copies of the folder, and model repositories, the model's files with the folder's
+``custom_generate/`` beside them), ``runs`` (a list of ``[settings, never]``: ``generate``'s keyword arguments,
+and whether transformers' ``early_stopping="never"`` decodes the same settings too), ``out``. transformers' modules
+cache is the environment's ``HF_MODULES_CACHE``.
 
-It writes to ``out`` (``torch.save``) what it saw, for the test to judge: whether ``onmt_optimal`` can be imported,
-the refusals without ``trust_remote_code`` and the files of the modules cache after each, the files transformers
-copied, and per run the answers of both layouts and of ``early_stopping="never"``.
+It writes to ``out`` (``torch.save``) what it saw, for the test to judge: whether ``onmt_optimal`` can be imported;
+per method repository, the refusal without ``trust_remote_code`` and the modules cache's files after it; per model
+repository, whether ``from_pretrained`` without ``trust_remote_code`` left transformers' ``generate`` in place, and
+the modules cache's files after it; per run, the answers of each repository and of ``early_stopping="never"``; the
+modules cache's files at the end.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from pathlib import Path
 
 
 def files(folder: str) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*") if p.is_file())
+    return sorted(p.relative_to(folder).as_posix() for p in Path(folder).rglob("*") if p.is_file())
 
 
 def answers(out) -> dict:
@@ -46,30 +49,33 @@ def main(job_file: str) -> None:
     inputs = torch.load(job["inputs"])
     plain = auto.from_pretrained(job["model"])
 
-    # without trust_remote_code: the method repository is refused, the model repository loads as stock
+    # without trust_remote_code (not passed: transformers asks on stdin, which is empty; or False)
     first = job["runs"][0][0]
-    try:
-        plain.generate(**inputs, custom_generate=job["method"], **first)
-        seen["method_refusal"] = None
-    except ValueError as e:
-        seen["method_refusal"] = str(e)
-    seen["cache_after_method_refusal"] = files(cache)
-    untrusted = auto.from_pretrained(job["repo"])
-    seen["untrusted_generate_is_stock"] = "generate" not in vars(untrusted)
-    seen["cache_after_untrusted_repo"] = files(cache)
+    seen["refusals"] = {}
+    for name, where in job["methods"].items():
+        for trust in ({}, {"trust_remote_code": False}):
+            try:
+                plain.generate(**inputs, custom_generate=where, **trust, **first)
+                refusal = None
+            except ValueError as e:
+                refusal = str(e)
+            seen["refusals"][name, bool(trust)] = refusal, files(cache)
+    seen["untrusted"] = {}
+    for name, where in job["repos"].items():
+        untrusted = auto.from_pretrained(where)
+        seen["untrusted"][name] = "generate" not in vars(untrusted), files(cache)
 
-    trusted = auto.from_pretrained(job["repo"], trust_remote_code=True)
+    trusted = {name: auto.from_pretrained(where, trust_remote_code=True) for name, where in job["repos"].items()}
     seen["runs"] = []
     for settings, never in job["runs"]:
-        run = {"method": answers(plain.generate(**inputs, custom_generate=job["method"], trust_remote_code=True,
-                                                **settings)),
-               "repo": answers(trusted.generate(**inputs, **settings))}
+        run = {name: answers(plain.generate(**inputs, custom_generate=where, trust_remote_code=True, **settings))
+               for name, where in job["methods"].items()}
+        run.update({name: answers(model.generate(**inputs, **settings)) for name, model in trusted.items()})
         if never:
             stock = {k: v for k, v in settings.items() if k != "stopping"}
             run["never"] = answers(plain.generate(**inputs, early_stopping="never", output_scores=True, **stock))
         seen["runs"].append(run)
     seen["cache"] = files(cache)
-    seen["modules"] = sorted(name for name in sys.modules if name.startswith("transformers_modules"))
     torch.save(seen, job["out"])
 
 
