@@ -15,9 +15,8 @@ rewritten to a relative one:
                                                         from .search_step import __name__ as _
 
 (``from . import`` binds the module, the ``from .<name> import __name__`` lines name its file for transformers'
-loader). Nothing else of a module changes; every copy starts with one comment line saying where it came from.
-Files that carry that line and no longer come from the package are removed. torch, transformers and the
-standard library are imported as they are.
+loader, which is checked to reach every copy). Nothing else changes; each copy's first line says where it came
+from, and a file with that line that no package module gives any more is removed.
 
     python scripts/make_hub.py            write the copies
     python scripts/make_hub.py --check    write nothing; exit 1 naming each copy that differs from what the
@@ -27,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -39,6 +39,8 @@ ENTRY = f"{PACKAGE}.hf"
 HEADER = "# Copied from {} by `make hub` (scripts/make_hub.py): edit the package, not this file.\n"
 #: files of the folder that are not copies
 OWN = {"generate.py", "requirements.txt"}
+#: the lines by which transformers' loader finds the files to copy beside a module (``get_relative_imports``)
+RELATIVE = re.compile(r"^\s*(?:import\s+\.(\S+)\s*$|from\s+\.(\S+)\s+import)", re.M)
 
 
 class Unflattenable(Exception):
@@ -55,11 +57,9 @@ def source(module: str) -> Path | None:
 
 
 def flat(module: str) -> str:
-    """The copy's module name: the path below the package, joined by ``_``."""
-    parts = module.split(".")[1:]
-    if not parts:
-        raise Unflattenable(f"a name of {PACKAGE} itself is imported")
-    return "_".join(parts)
+    """The copy's module name: the path below the package, joined by ``_`` (the package's own ``__init__.py``:
+    its name)."""
+    return "_".join(module.split(".")[1:]) or PACKAGE
 
 
 def absolute(module: str, node: ast.ImportFrom) -> str:
@@ -79,12 +79,9 @@ def relative(module: str, node: ast.stmt) -> tuple[list[str], set[str]]:
     """The statements that replace an import of the package, and the package modules they need."""
     binds, marks, needs = [], [], set()
     if isinstance(node, ast.Import):
-        pairs = []
-        for alias in node.names:
-            if not alias.asname:
-                raise Unflattenable(f"`import {alias.name}` binds the package itself: write `from ... import`")
-            pairs.append((alias.name, alias.asname))
-        names = []
+        if not all(a.asname for a in node.names):
+            raise Unflattenable(f"`import {PACKAGE}...` binds the package itself: write `from ... import ...`")
+        pairs, names = [(a.name, a.asname) for a in node.names], []
     else:
         origin = absolute(module, node)
         pairs = [(f"{origin}.{a.name}", a.asname or a.name) for a in node.names if source(f"{origin}.{a.name}")]
@@ -120,7 +117,7 @@ def copy(module: str) -> tuple[str, set[str]]:
             raise Unflattenable(f"{path.relative_to(ROOT)}:{node.lineno}: {e}") from None
         needs |= wanted
         edits.append((node, ("\n" + " " * node.col_offset).join(statements)))
-    for node, replacement in sorted(edits, key=lambda e: e[0].lineno, reverse=True):
+    for node, replacement in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
         first, last = lines[node.lineno - 1], lines[node.end_lineno - 1]
         lines[node.lineno - 1:node.end_lineno] = [first[:node.col_offset] + replacement + last[node.end_col_offset:]]
     out = HEADER.format(path.relative_to(ROOT).as_posix()) + "".join(lines)
@@ -143,7 +140,21 @@ def copies() -> dict[str, str]:
         origin[name] = module
         out[name], needs = copy(module)
         todo += sorted(needs)
+    missed = sorted(set(out) - reached({"generate.py": (FOLDER / "generate.py").read_text(), **out}))
+    if missed:
+        raise Unflattenable(f"transformers would not copy {', '.join(missed)}: no `from .<name> import` line names it")
     return dict(sorted(out.items()))
+
+
+def reached(texts: dict[str, str]) -> set[str]:
+    """The files transformers copies for ``generate.py``: those its relative imports name, recursively."""
+    seen, todo = set(), ["generate.py"]
+    while todo:
+        name = todo.pop()
+        if name not in seen and name in texts:
+            seen.add(name)
+            todo += [f"{a or b}.py" for a, b in RELATIVE.findall(texts[name])]
+    return seen
 
 
 def stale(wanted: dict[str, str]) -> list[Path]:
