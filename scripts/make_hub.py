@@ -119,7 +119,8 @@ def copy(module: str) -> tuple[str, set[str]]:
         edits.append((node, ("\n" + " " * node.col_offset).join(statements)))
     for node, replacement in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
         first, last = lines[node.lineno - 1], lines[node.end_lineno - 1]
-        lines[node.lineno - 1:node.end_lineno] = [first[:node.col_offset] + replacement + last[node.end_col_offset:]]
+        replaced = first[:node.col_offset] + replacement + last[node.end_col_offset:]
+        lines[node.lineno - 1:node.end_lineno] = [replaced]
     out = HEADER.format(path.relative_to(ROOT).as_posix()) + "".join(lines)
     ast.parse(out, flat(module))
     return out, needs
@@ -142,7 +143,8 @@ def copies() -> dict[str, str]:
         todo += sorted(needs)
     missed = sorted(set(out) - reached({"generate.py": (FOLDER / "generate.py").read_text(), **out}))
     if missed:
-        raise Unflattenable(f"transformers would not copy {', '.join(missed)}: no `from .<name> import` line names it")
+        raise Unflattenable(f"transformers would not copy {', '.join(missed)}: no `from .<name> import` line "
+                            "names it")
     return dict(sorted(out.items()))
 
 

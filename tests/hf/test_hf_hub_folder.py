@@ -153,4 +153,6 @@ def test_the_readme_example_runs(encoder_decoder, tmp_path):
     (tmp_path / "example.py").write_text(example)
     proc = _alone(tmp_path, str(tmp_path / "example.py"))
     assert proc.returncode == 0, proc.stderr
-    assert "stop_reason" in proc.stdout
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 and all(re.search(r"\((certificate|all_finished|max_length) after \d+ steps", line)
+                                   for line in lines), proc.stdout
