@@ -44,16 +44,21 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 def _alone(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     """``python -S`` with this environment's site-packages alone on its path (no ``.pth`` file read: neither the
-    package's editable path nor its import hook), run in an empty folder with an empty stdin; transformers offline,
-    its modules cache in ``tmp_path / "modules"``, huggingface_hub's cache in ``tmp_path / "hub"``."""
+    package's editable path nor its import hook), or the interpreter ``ONMT_OPTIMAL_HUB_PYTHON`` names (an
+    environment of its own without the package, e.g. with another transformers), run in an empty folder with an
+    empty stdin; transformers offline, its modules cache in ``tmp_path / "modules"``, huggingface_hub's cache in
+    ``tmp_path / "hub"``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    paths = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
-    env.update(PYTHONPATH=os.pathsep.join(paths), HF_MODULES_CACHE=str(tmp_path / "modules"),
-               HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
+    env.update(HF_MODULES_CACHE=str(tmp_path / "modules"), HF_HUB_CACHE=str(tmp_path / "hub"), HF_HUB_OFFLINE="1")
+    other = os.environ.get("ONMT_OPTIMAL_HUB_PYTHON")
+    if not other:
+        paths = sysconfig.get_paths()
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([paths["purelib"], paths["platlib"]]))
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    return subprocess.run([sys.executable, "-S", *args], cwd=work, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=600)
+    command = [other] if other else [sys.executable, "-S"]
+    return subprocess.run(command + list(args), cwd=work, env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
 
 
 def _published(tmp_path: Path, repo_id: str, folder: Path) -> None:
