@@ -70,7 +70,10 @@ def main(job_file: str) -> None:
     for settings, never in job["runs"]:
         run = {name: answers(plain.generate(**inputs, custom_generate=where, trust_remote_code=True, **settings))
                for name, where in job["methods"].items()}
-        run.update({name: answers(model.generate(**inputs, **settings)) for name, model in trusted.items()})
+        for name, model in trusted.items():
+            run[name] = answers(model.generate(**inputs, **settings))
+            ids, rest = inputs["input_ids"], {k: v for k, v in inputs.items() if k != "input_ids"}
+            run[f"{name}, input ids by position"] = answers(model.generate(ids, **rest, **settings))
         if never:
             stock = {k: v for k, v in settings.items() if k != "stopping"}
             run["never"] = answers(plain.generate(**inputs, early_stopping="never", output_scores=True, **stock))

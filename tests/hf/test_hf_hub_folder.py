@@ -128,7 +128,9 @@ def test_the_folder_alone_answers_as_the_package(trained, tmp_path):
     inputs = trained.inputs(SOURCES)
     for (settings, never), run in zip(RUNS, seen["runs"]):
         mine = reference.generate(**inputs, custom_generate=optimal_beam_search, **COMMON, **settings)
-        for layout in (*methods, *repos):
+        by_position = [f"{name}, input ids by position" for name in repos]
+        assert set(run) == {*methods, *repos, *by_position} | ({"never"} if never else set())
+        for layout in (*methods, *repos, *by_position):
             _same(run[layout], mine)
         if never:
             assert torch.equal(run["never"]["sequences"], mine.sequences)

@@ -18,11 +18,12 @@ from transformers.generation.utils import GenerationMixin
 from .hf import optimal_beam_search
 
 
-def generate(model, *args, **kwargs):
+def generate(*args, model, **kwargs):
     """``GenerationMixin.generate(model, *args, **kwargs)`` decoded by ``optimal_beam_search``: transformers' beam
     search settings (``num_beams``, ``max_new_tokens``, ``length_penalty``, ``num_return_sequences``, ...) and the
     search's own keyword arguments (``stopping``, ``length_reward``, ``length_ratio``, ``bp_norm``, ``bound``,
     ``drop_finished``; the README lists them). In a model repository a caller may still name another decoding
-    method: ``custom_generate=None`` runs transformers' own."""
+    method: ``custom_generate=None`` runs transformers' own. ``model`` comes by keyword in both layouts, so the
+    inputs may come by position, as to ``generate`` itself."""
     kwargs.setdefault("custom_generate", optimal_beam_search)
     return GenerationMixin.generate(model, *args, **kwargs)
