@@ -5,6 +5,7 @@
 #                (counts and slowest tests listed at the end)
 #   make test-fast  set up, then the fast tier: no training, no process started, fewer Hypothesis examples
 #   make test-stock  set up, then the stock-contract tests (OpenNMT-py's own suite hook on and off, and more)
+#   make hub     copy the transformers loop into the Hub folder hub/optimal-beam-search (docs/hf.md)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -18,7 +19,7 @@ DATA ?= ../shared/data
 TVSUB := $(DATA)/tvsub-zh-en
 M30K := $(DATA)/multi30k-de-en
 
-.PHONY: setup setup-eole setup-hf setup-vllm run test test-eole test-hf test-vllm test-stock test-fast reproduce reproduce-transformer bench bench-vllm golden clean-venv
+.PHONY: setup setup-eole setup-hf setup-vllm hub run test test-eole test-hf test-vllm test-stock test-fast reproduce reproduce-transformer bench bench-vllm golden clean-venv
 
 setup: $(STAMP)
 
@@ -146,6 +147,12 @@ $(HF_STAMP): $(STAMP) requirements-hf.txt
 # only the transformers tests
 test-hf: setup-hf
 	$(BIN)/python -m pytest -q --durations=5 tests/hf
+
+# the Hub folder hub/optimal-beam-search (docs/hf.md): copy onmt_optimal.hf and every package module it imports
+# into its custom_generate/, imports made relative (the standard library alone: no set-up needed);
+# tests/hf/test_hf_hub_folder.py fails while the copies differ from what this writes
+hub:
+	$(PYTHON) scripts/make_hub.py
 
 # the golden check (docs/development.md#the-golden-check): decode the shipped and toy models with the working tree
 # and with BASE (a git revision; default HEAD, i.e. the uncommitted changes) under every flag set and compare

@@ -1,0 +1,430 @@
+# Copied from onmt_optimal/options.py by `make hub` (scripts/make_hub.py): edit the package, not this file.
+"""What the new options mean, for every toolkit's adapter: their values, their validation and the search they
+select.
+
+The options themselves (names, types, defaults, allowed values, help) are declared once, in ``option_table``.
+``Flags`` is the one frozen record of their values, made from that table: ``Flags.read`` reads them from parsed
+options (OpenNMT-py's ``opt``, eole's config: the same names), ``Flags.of`` from a Python call's keyword
+arguments (transformers', vLLM's); ``Flags.active`` is the one answer to "are our flags on" and ``Flags.rules``
+the one way the (scoring, stopping) rules are built (``search.registry.rules``). ``check_search`` is the one
+validation of the search's values and combinations, for every toolkit, with one wording of each error (the
+option spelled as the toolkit's user writes it: ``option_table.spell``); ``validate`` runs it, with the checks
+of OpenNMT-py's and eole's other options, once per process with the toolkit's own validation of its command
+line. ``OptionError`` carries the one-line message. ``Options`` (frozen) is what a decode runs, made from
+validated options by each toolkit's adapter (``Options.from_opt``, ``Options.from_config``): (scoring, stopping)
+rules sharing one beam, or the toolkit's own search, where the bookkeeping lives and where the statistics go.
+Registering the flags on a toolkit's command line is the adapter's business (``opennmt.options.add_options``,
+``eole.options.config_class``, from the table); the Ray flags' combinations are ``distributed.options``'s.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, make_dataclass
+
+from .failures import Fault
+from .option_table import BY_NAME, EOLE, OPENNMT, TABLE, Placeholder, spell
+from . import search_limits as limits, search_registry as registry
+from .search_limits import __name__ as _
+from .search_registry import __name__ as _
+from .search_beam import AUTO
+from .search_scoring import ScoringRule
+from .search_stopping import StoppingRule
+
+
+class OptionError(Fault, ValueError):
+    """A flag value or combination that cannot be honoured; the message is one line, fit for the user."""
+
+    status = 2  # as argparse's own errors
+
+
+class OptionTypeError(OptionError, TypeError):
+    """An option value of the wrong kind (a string for a number, a number for True or False): an ``OptionError``
+    and, as Python calls expect of an argument of the wrong kind, a ``TypeError``."""
+
+
+class _Flags:
+    """What ``Flags`` does with its fields (one per option of ``option_table.TABLE``)."""
+
+    @classmethod
+    def read(cls, opt, toolkit: str = OPENNMT) -> "Flags":
+        """The values in a toolkit's parsed options; an option it does not register (OpenNMT-py's server and
+        training take its translate options without ours) reads as the toolkit's default."""
+        return cls(**{o.name: getattr(opt, o.name, o.default_for(toolkit)) for o in TABLE})
+
+    @classmethod
+    def of(cls, toolkit: str, **values) -> "Flags":
+        """The values of a Python call's keyword arguments, the others at ``toolkit``'s defaults."""
+        return cls(**{**{o.name: o.default_for(toolkit) for o in TABLE}, **values})
+
+    @property
+    def active(self) -> bool:
+        """Whether the flags ask for our search (else decoding is the toolkit's own): the one definition."""
+        return (self.stopping != "default" or (self.length_reward or 0) > 0 or bool(self.bp_norm)
+                or bool(self.stats_file))
+
+    def rules(self, own_score: Callable[[], ScoringRule],
+              own_stopping: Mapping[str, Callable[[], StoppingRule]] | None = None) -> tuple:
+        """The (scoring, stopping) rules these (validated) values ask for, on the toolkit's own score and
+        stopping rules where no option replaces them (``search.registry.rules``)."""
+        return registry.rules(self.stopping, own_score, length_reward=self.length_reward,
+                              length_ratio=self.length_ratio, bp_norm=self.bp_norm, bound=self.bound,
+                              own_stopping=own_stopping)
+
+
+#: the values of the options (``option_table.TABLE``), read in one place (``read``, ``of``)
+Flags = make_dataclass("Flags", [(o.name, o.annotation, field(default=o.default)) for o in TABLE],
+                       bases=(_Flags,), frozen=True)
+Flags.__module__ = __name__
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a decode runs, made once from validated options by the toolkit's adapter (``from_opt`` for
+    OpenNMT-py, ``from_config`` for eole) or by a tool: (scoring, stopping) ``rules`` sharing one beam, or none
+    for the toolkit's own search (``stock``). The first rule answers on the output; the others (the sweep's)
+    only in the per-line records."""
+
+    rules: tuple = ()
+    stats_file: str | None = None
+    #: keep every rule's per-line record (the translators' ``_rule_results``), for the tools
+    collect: bool = False
+    #: where the search's bookkeeping lives (``search.Beam``): "auto", on the host when the model runs on a CUDA
+    #: device, else next to it; None, on the model's device; "cpu", on the host with one packed transfer a step
+    host: str | None = AUTO
+    #: a beam of one item is the toolkit's own beam search, scored afterwards (``search.beam_of_one``, where
+    #: ``adapter.batch_search.beam_of_one`` allows); False runs the core there too (the tests compare the two)
+    beam_of_one: bool = True
+
+    @property
+    def stock(self) -> bool:
+        """No rule: the toolkit's own search runs, untouched."""
+        return not self.rules
+
+    @property
+    def active(self) -> bool:
+        return bool(self.rules)
+
+    @property
+    def scoring(self) -> ScoringRule | None:
+        return self.rules[0][0] if self.rules else None
+
+    @property
+    def stopping(self) -> StoppingRule | None:
+        return self.rules[0][1] if self.rules else None
+
+    @classmethod
+    def from_opt(cls, opt, global_scorer, prog: str = "onmt_translate", toolkit: str = OPENNMT) -> "Options":
+        """The search OpenNMT-py's parsed options select (validated already, with the command line: ``validate``);
+        ``-n_best`` beyond what the beam can complete is warned about on stderr, once."""
+        flags = Flags.read(opt, toolkit)
+        if not flags.active:
+            return cls()
+        warning = n_best_warning(opt, flags)
+        if warning:
+            sys.stderr.write(f"{prog}: warning: {warning}\n")
+        return cls(rules=flags.rules(lambda: _own_score(opt, flags, global_scorer)), stats_file=flags.stats_file)
+
+    @classmethod
+    def from_config(cls, config, global_scorer) -> "Options":
+        """The search eole's config selects (validated already: ``eole.options.validate``)."""
+        return cls.from_opt(config, global_scorer, prog="eole predict", toolkit=EOLE)
+
+
+def n_best_warning(opt, flags: Flags | None = None) -> str | None:
+    """One line when -n_best asks for more hypotheses than the chosen beam can complete, else None.
+
+    A beam of one item completes exactly one hypothesis (every rule stops when its one item completes), and a
+    shrinking beam of b items at most b; the n-best list is then padded with repeats of the last hypothesis,
+    since OpenNMT-py expects exactly n_best answers (README, "Known limits")."""
+    flags = Flags.read(opt) if flags is None else flags
+    n_best = getattr(opt, "n_best", 1)
+    beam = getattr(opt, "beam_size", 1)
+    if beam == 1 and n_best > 1:
+        holds = "a beam of one item completes one hypothesis"
+    elif flags.stopping == "shrinking" and n_best > beam:
+        holds = f"a shrinking beam of {beam} items completes at most {beam}"
+    else:
+        return None
+    return (f"-n_best {n_best} exceeds what the beam can hold ({holds}): each n-best list is padded with "
+            f"repeats of its last hypothesis")
+
+
+def scoring_rule(opt, global_scorer) -> ScoringRule:
+    """The scoring rule the (validated) options ask for (``Flags.rules``)."""
+    flags = Flags.read(opt)
+    return flags.rules(lambda: _own_score(opt, flags, global_scorer))[0][0]
+
+
+def _own_score(opt, flags, global_scorer) -> ScoringRule:
+    """OpenNMT-py's (and eole's) own score, as its ``GNMTGlobalScorer`` computes it (``registry.opennmt_score``)."""
+    return registry.opennmt_score(
+        length_penalty=getattr(opt, "length_penalty", "none") if global_scorer.has_len_pen else "none",
+        alpha=global_scorer.alpha, coverage=global_scorer.has_cov_pen, ratio=flags.length_ratio, bound=flags.bound)
+
+
+def _check_writable(flag: str, path: str | None) -> None:
+    """A file we will write at the end must have a directory to go to: say so before the model loads. A file is
+    written beside its target and renamed onto it (``atomic``), so the directory of the file (the file a symbolic
+    link points to) must take a new file; a stream (/dev/stdout, a FIFO) is written in place."""
+    from .atomic import streamed
+
+    if not path or path in (os.devnull, "-"):
+        return
+    if os.path.isdir(path):
+        raise OptionError(f"{flag} {path} is a directory, not a file")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise OptionError(f"{flag} {path} is not writable")
+        if streamed(path):
+            return
+        parent = os.path.dirname(os.path.realpath(path))
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise OptionError(f"{flag} {path}: directory {parent} is not writable (the file is written beside "
+                              f"its target, then renamed onto it)")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise OptionError(f"{flag} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise OptionError(f"{flag} {path}: directory {parent} is not writable")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file that a run would write as a whole (a regular file, existing or
+    not: streams such as /dev/null or a FIFO are written in place, and may well be shared): the same path once
+    symbolic links are resolved, or the same inode (a hard link)."""
+    from .atomic import STDOUT, streamed
+
+    if STDOUT in (a, b) or streamed(a) or streamed(b):
+        return False
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_distinct(opt, reads=None, writes=None) -> None:
+    """No file the run writes is one it reads, and no two files it writes are one: one written over the other
+    loses data (stock OpenNMT-py wrote the statistics over the translations, eole the translations over the
+    statistics, an -output equal to -src emptied the source before it was read, and an -output naming the model
+    replaced the checkpoint with the translations). ``reads`` and ``writes`` are ``(flag, path)`` pairs (a
+    path may be None or empty: not given); by default -src, and -output, -stats_file, -log_file."""
+    if reads is None:
+        reads = (("-src", getattr(opt, "src", None)),)
+    if writes is None:
+        writes = (("-output", getattr(opt, "output", None)), ("-stats_file", Flags.read(opt).stats_file),
+                  ("-log_file", getattr(opt, "log_file", None)))
+    written = [(flag, path) for flag, path in writes if path and isinstance(path, str)]
+    for i, (flag, path) in enumerate(written):
+        for other_flag, other in written[:i]:
+            if _same_file(path, other):
+                raise OptionError(f"{flag} {path} and {other_flag} {other} are the same file: one would overwrite "
+                                  f"the other; name two different files")
+        for read_flag, read in reads:
+            if read and isinstance(read, str) and _same_file(path, read):
+                raise OptionError(f"{flag} {path} is the {read_flag} file, which the run reads: writing it would "
+                                  f"destroy that input; name another file")
+
+
+def _check_device(opt) -> None:
+    """``-gpu N`` needs CUDA device N here (with -ray_workers the workers, not this process, need it)."""
+    gpu = getattr(opt, "gpu", -1)
+    if gpu is None or gpu < 0 or Flags.read(opt).ray_workers:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        build = "built without CUDA" if torch.version.cuda is None else "sees no CUDA device"
+        raise OptionError(f"-gpu {gpu}: this machine's torch {torch.__version__} {build}; drop -gpu to decode "
+                          f"on the CPU")
+    count = torch.cuda.device_count()
+    if gpu >= count:
+        raise OptionError(f"-gpu {gpu}: there {'is' if count == 1 else 'are'} {count} CUDA device"
+                          f"{'' if count == 1 else 's'} here (numbered from 0)")
+
+
+def validate_sizes(opt, max_length_zero: bool = False) -> None:
+    """The search's sizes, which both toolkits take unchecked and then fail on with a traceback: -beam_size and
+    -n_best >= 1, -max_length >= 1 (``max_length_zero``: a toolkit whose stock search answers -max_length 0 with
+    empty lines, eole, keeps that where no new option asks for our search)."""
+    for flag in ("beam_size", "n_best"):
+        value = getattr(opt, flag, 1)
+        if value is not None and value < 1:
+            raise OptionError(f"-{flag} must be at least 1 (got {value})")
+    max_length = getattr(opt, "max_length", 1)
+    if max_length is not None and max_length < (0 if max_length_zero else 1):
+        raise OptionError(f"-max_length must be at least 1 (got {max_length})")
+
+
+def option_warnings(opt) -> list[str]:
+    """One line per option value that is legal but very likely not what the user meant.
+
+    ``-length_ratio RHO`` sets ``l = RHO * |x|``, which bounds the reward (and BP-norm's brevity penalty) only if
+    outputs can reach it. No output is longer than -max_length, and every non-empty source has ``|x| >= 1``: so
+    with ``RHO >= max_length`` no line's ``l`` is ever reached, the bound never binds and the reward is He et al.'s
+    unbounded one. (Whether ``RHO * |x|`` exceeds -max_length on some lines depends on the source; those lines are
+    capped by -max_length, which the statistics' ``target_length`` shows.)"""
+    out = []
+    flags = Flags.read(opt)
+    ratio = flags.length_ratio
+    max_length = getattr(opt, "max_length", None)
+    uses_ratio = (flags.length_reward or 0) > 0 or flags.bp_norm or flags.bound == "predicted"
+    if ratio is not None and max_length and uses_ratio and ratio >= max_length:
+        out.append(f"-length_ratio {ratio:g} makes l = {ratio:g} * |x| at least -max_length {max_length} on every "
+                   f"line, so no output ever reaches it and the length bound never applies (an estimate from "
+                   f"'python -m onmt_optimal ratio' is typically near 1)")
+    return out
+
+
+def _check_readable(flag: str, path: str | None) -> None:
+    if path == "-" and not os.path.exists(path):  # both toolkits open "-" as a file name
+        raise OptionError(f"{flag} -: no file named '-' here; for standard input write {flag} /dev/stdin")
+    if not path or path == os.devnull:
+        return
+    if not os.path.exists(path):
+        raise OptionError(f"{flag} {path}: no such file")
+    if os.path.isdir(path):
+        raise OptionError(f"{flag} {path} is a directory, not a file")
+    if not os.access(path, os.R_OK):
+        raise OptionError(f"{flag} {path} is not readable")
+
+
+def world_size_error(world_size: int) -> OptionError:
+    """OpenNMT-py 3.5.1's ``-world_size N`` inference (``InferenceEnginePY``, ``spawned_infer``) starts N processes
+    that each initialise a torch.distributed group (NCCL by default) and each decode the *whole* input with the
+    whole model (or, under ``-parallel_mode tensor_parallel``, a slice of it), every one writing ``-output``
+    and, with our flags, ``-stats_file``: it does not split a corpus. So with our flags it is refused, and
+    ``-ray_workers`` (``distributed``) is what splits one."""
+    return OptionError(
+        f"-world_size {world_size} is not supported with onmt-optimal's flags (OpenNMT-py 3.5.1 runs every "
+        f"process over the whole input, each writing -output): use -ray_workers {world_size} instead "
+        f"(with -gpu 0 for one GPU per worker)")
+
+
+def _max_length(opt) -> int | None:
+    max_length = getattr(opt, "max_length", None)
+    return max_length if isinstance(max_length, int) and max_length >= 1 else None
+
+
+def check_run(opt, reads=None, writes=None) -> None:
+    """Raise ``OptionError`` for what the command's own run cannot do: a -src that cannot be read, a
+    -stats_file, -output or -log_file that could not be written, a file written over one the run reads or over
+    another it writes (``_check_distinct``: ``reads``, ``writes``), a -gpu with no such device. Checked before
+    the model loads rather than after the decode, by the command only: a toolkit's other callers of its
+    validation (a server, a training run's validation translator) pass placeholders for these."""
+    flags = Flags.read(opt)
+    _check_readable("-src", getattr(opt, "src", None))
+    _check_writable("-stats_file", flags.stats_file)
+    _check_writable("-output", getattr(opt, "output", None))
+    _check_writable("-log_file", getattr(opt, "log_file", None) or None)
+    _check_distinct(opt, reads, writes)
+    _check_device(opt)
+
+
+def _raise(problem: str | None, value=None, kind=None) -> None:
+    """``problem`` (if any) as an ``OptionError``: an ``OptionTypeError`` where ``value`` is not of ``kind``."""
+    if problem is None:
+        return
+    if kind is not None and not (isinstance(value, kind) and (kind is bool or not isinstance(value, bool))):
+        raise OptionTypeError(problem)
+    raise OptionError(problem)
+
+
+def check_search(flags: Flags, toolkit: str = OPENNMT, max_length: int | None = None,
+                 own_numbers: Iterable[str | None] = (), length_penalty: str | None = None,
+                 normalized: bool = False, normalized_as: str = "") -> None:
+    """Raise ``OptionError`` (one line, the options spelled as ``toolkit``'s user writes them) for a value of the
+    search's options ``toolkit`` cannot take or a combination the search cannot honour, in this order: the
+    ``stopping`` rule (one of the toolkit's, or a list of distinct ones where it takes a list, with
+    ``shrinking`` alone: it runs a beam of its own); the length reward and ratio (finite float32-safe numbers,
+    ``search.limits``; ``max_length`` bounds the reward); the toolkit's own numbers of the score
+    (``own_numbers``: its complaints, or None); a switch that is not True or False; the ``bound``; then the
+    combinations: a reward or BP-norm with the toolkit's length normalization where it must be off
+    (``length_penalty``, a command line's: ``none``); BP-norm without a ratio or with a reward; ``bound
+    predicted`` on a score that is not normalized (``normalized``, described as ``normalized_as``), or without
+    a ratio. A value of the wrong kind raises ``OptionTypeError``."""
+    def s(name, value=None):
+        return spell(toolkit, name, value)
+
+    stopping = BY_NAME["stopping"]
+    choices, many = stopping.choices_for(toolkit), toolkit in stopping.many
+    names = ([flags.stopping] if isinstance(flags.stopping, str)
+             else list(flags.stopping) if many and isinstance(flags.stopping, (list, tuple)) else [])
+    if not names or any(not isinstance(n, str) or n not in choices for n in names):
+        got = f"(or a list of them), got {flags.stopping!r}" if many else f"(got {flags.stopping!r})"
+        _raise(f"{s('stopping')} must be one of {', '.join(choices)} {got}", flags.stopping,
+               (str, list, tuple) if many else str)
+    if len(set(names)) != len(names):
+        raise OptionError(f"{s('stopping')} names a rule twice (got {flags.stopping!r})")
+    if "shrinking" in names and len(names) > 1:
+        raise OptionError(f"{s('stopping', 'shrinking')} runs a beam of its own: it cannot share a decode with "
+                          f"other rules")
+    _raise(limits.reward_error(s("length_reward"), flags.length_reward, max_length), flags.length_reward,
+           (int, float))
+    _raise(limits.ratio_error(s("length_ratio"), flags.length_ratio), flags.length_ratio, (int, float))
+    for problem in own_numbers:
+        _raise(problem)
+    for option in TABLE:
+        value = getattr(flags, option.name)
+        if option.type is bool and toolkit in option.toolkits and not isinstance(value, bool):
+            raise OptionTypeError(f"{s(option.name)} must be True or False (got {value!r})")
+    bound = BY_NAME["bound"]
+    if toolkit in bound.toolkits and flags.bound not in bound.choices_for(toolkit):
+        _raise(f"{s('bound')} must be one of {', '.join(bound.choices_for(toolkit))} (got {flags.bound!r})",
+               flags.bound, str)
+    reward, ratio, bp_norm = flags.length_reward, flags.length_ratio, flags.bp_norm
+    if length_penalty is not None and (reward > 0 or bp_norm) and length_penalty != "none":
+        what = s("bp_norm") if bp_norm else s("length_reward")
+        raise OptionError(f"{what} replaces length normalization: add {s('length_penalty', 'none')} "
+                          f"(got {s('length_penalty', length_penalty)})")
+    if bp_norm and ratio is None:
+        raise OptionError(f"{s('bp_norm', True)} needs {s('length_ratio', Placeholder('RHO'))} (> 0): its brevity "
+                          f"penalty aims at l = RHO * |x|")
+    if bp_norm and reward > 0:
+        raise OptionError(f"{s('bp_norm')} and {s('length_reward')} are two different scores: choose one")
+    if flags.bound == "predicted":
+        predicted = s("bound", "predicted")
+        if not (bp_norm or normalized) or reward > 0:
+            raise OptionError(f"{predicted} applies to normalized scores ({normalized_as} or {s('bp_norm')})")
+        if ratio is None:
+            raise OptionError(f"{predicted} needs {s('length_ratio', Placeholder('RHO'))} (> 0): it assumes outputs "
+                              f"end by RHO * |x|")
+
+
+def validate(opt, run: bool = True, toolkit: str = OPENNMT) -> None:
+    """Raise ``OptionError`` for any value or combination the search cannot honour (``check_search``, and
+    OpenNMT-py's and eole's options that cannot go with ours) and, with ``run``, for what the command's run
+    cannot do (``check_run``). The Ray flags are ``distributed.options.validate``'s."""
+    flags = Flags.read(opt, toolkit)
+    if run:
+        check_run(opt)
+    world_size = getattr(opt, "world_size", 1) or 1
+    if world_size > 1 and flags.active:
+        raise world_size_error(world_size)
+    if flags.active and getattr(opt, "dump_beam", ""):
+        raise OptionError("-dump_beam is not supported with onmt-optimal's flags (the search keeps no beam "
+                          "history to dump, and the toolkit's own beam search stops on an assertion with it): drop "
+                          "-dump_beam")
+    length_penalty = getattr(opt, "length_penalty", "none")
+    own_numbers = []
+    if flags.active:  # stock takes them as they are (a NaN makes every hypothesis NaN; statistics stay numbers)
+        own_numbers = [limits.exponent_error("-alpha", getattr(opt, "alpha", 0.0), length_penalty, _max_length(opt)),
+                       limits.finite_error("-beta", getattr(opt, "beta", 0.0))]
+    check_search(flags, toolkit, _max_length(opt), own_numbers, length_penalty=length_penalty,
+                 normalized=length_penalty in ("avg", "wu"), normalized_as="-length_penalty avg|wu")
+    stopping, reward, bp_norm = flags.stopping, flags.length_reward, flags.bp_norm
+    sampling = getattr(opt, "random_sampling_topk", 0) != 0 or getattr(opt, "random_sampling_topp", 0.0) != 0
+    if sampling and (stopping != "default" or reward > 0 or bp_norm):
+        raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
+                          "(-random_sampling_topk/-random_sampling_topp)")
+    if flags.active and getattr(opt, "ratio", 0.0) > 0:
+        raise OptionError("OpenNMT-py's -ratio stopping rule cannot be combined with onmt-optimal's flags; "
+                          "drop -ratio")
+    if stopping == "optimal" and (getattr(opt, "coverage_penalty", "none") != "none"
+                                  or getattr(opt, "stepwise_penalty", False)):
+        raise OptionError("-stopping optimal needs a score that never rises as a hypothesis grows; "
+                          "a coverage penalty can, so use -coverage_penalty none")

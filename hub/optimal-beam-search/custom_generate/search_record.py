@@ -1,0 +1,135 @@
+# Copied from onmt_optimal/search/record.py by `make hub` (scripts/make_hub.py): edit the package, not this file.
+"""One sentence's record: what the search answers for it under one rule, defined once.
+
+Every path that answers a sentence builds a ``Record``: the core as an example leaves the beam
+(``answers.answer``), the toolkit's own beam of one scored afterwards (``beam_of_one.records``), an empty source
+line answered without a search (``Record.empty``) and the Ray driver, which gets each worker's records as plain
+data (``Record.plain``/``Record.from_plain``). The statistics file holds one ``Record.json`` per line, and the
+closing ``PRED`` lines are ``Totals``' sums over the decoded records, whoever decoded them.
+
+The statistics (``STATS``, the JSON form, in this order) are the first eight fields. The others travel with the
+record where an adapter needs them and are never written: the 1-best ``tokens`` (ids, without the end token),
+its ``text`` (added by the tools), and, as the core hands an example over, its ``n_best`` ``hypotheses``
+(``(score, token ids)``, best first, each keeping its end token) and how many of them were ``kept`` distinct
+(the last one is repeated up to ``n_best``); those two take no part in equality.
+
+Invariant: a record's JSON is ``{"line": n, "steps": ..., ..., "completed": ...}``, its values as the search
+computed them (Python ints and floats, ``json.dumps``'s own float form; ``stop_reason`` a ``StopReason``, which
+serializes as its name; ``target_length`` a float, or null for a rule without a target length), and strict
+JSON: a score or log-probability of ``-inf`` (the degenerate answer of an example none of whose hypotheses
+scored a finite number: ``answers.records``) is written as null, as JSON has no infinity.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields, replace
+
+from .search_stopping import StopReason
+
+__all__ = ["STATS", "Record", "StopReason", "Totals"]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One rule's answer for one sentence; see the module docstring."""
+
+    steps: int  # decoding steps until the rule stopped (tokens generated, EOS included)
+    stop_reason: StopReason  # why it stopped
+    score: float  # the 1-best's score under the rule
+    log_prob: float  # the 1-best's log p(y|x)
+    length: int  # |y|, output tokens without EOS
+    target_length: float | None  # the rule's l = ratio * |x|, None without one
+    src_length: int  # |x|, source tokens as the model reads them
+    completed: int  # completed hypotheses seen until the rule stopped
+    tokens: list | None = None  # the 1-best's token ids, without the end token
+    text: str | None = None  # the 1-best as words (the tools')
+    hypotheses: tuple = field(default=(), compare=False)  # the core's n-best: ((score, token ids), ...)
+    kept: int = field(default=0, compare=False)  # how many of ``hypotheses`` are distinct
+
+    def __getitem__(self, name: str):
+        """A field by name, as the records read back from the statistics file are read."""
+        if name not in _NAMES:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def stats(self) -> dict:
+        """The statistics, ``STATS`` in order."""
+        return {name: getattr(self, name) for name in STATS}
+
+    def json(self, line: int) -> str:
+        """The statistics file's line for this record, ``line`` numbered from 1 (no newline)."""
+        stats = {name: None if isinstance(value, float) and not math.isfinite(value) else value
+                 for name, value in self.stats().items()}
+        return json.dumps({"line": line, **stats}, allow_nan=False)
+
+    def plain(self) -> tuple:
+        """The statistics as a tuple of Python numbers and strings (to cross a process boundary)."""
+        return tuple(str(value) if name == "stop_reason" else value for name, value in self.stats().items())
+
+    @classmethod
+    def from_plain(cls, values: tuple) -> "Record":
+        """The record of ``plain``'s tuple."""
+        record = cls(*values)
+        return replace(record, stop_reason=StopReason(record.stop_reason))
+
+    def with_tokens(self, tokens: list) -> "Record":
+        return replace(self, tokens=tokens)
+
+    def with_text(self, text: str) -> "Record":
+        return replace(self, text=text)
+
+    def handed_over(self) -> "Record":
+        """The record without the n-best it was handed over with (what is kept per line)."""
+        return replace(self, hypotheses=(), kept=0) if self.hypotheses else self
+
+    @classmethod
+    def empty(cls, target_length: float | None = None) -> "Record":
+        """An empty source line, answered with nothing (stop reason ``empty_source``, no tokens); ``target_length``
+        as the rule reports it on other lines (0.0 for a rule with a length ratio, else None)."""
+        return cls(steps=0, stop_reason=StopReason.EMPTY_SOURCE, score=0.0, log_prob=0.0, length=0,
+                   target_length=target_length, src_length=0, completed=0, tokens=[])
+
+
+#: the statistics' names, in the statistics file's order
+STATS = tuple(f.name for f in fields(Record))[:8]
+_NAMES = frozenset(f.name for f in fields(Record))
+
+
+class Totals:
+    """The sums behind the two closing ``PRED`` lines under the new flags: over the decoded sentences' records
+    (empty source lines left out), added in the order given, log-probability, tokens (EOS counted) and the
+    search's score. Both translators and the Ray driver add their records here."""
+
+    def __init__(self):
+        self.log_prob = self.tokens = self.score = self.decoded = 0
+
+    def add(self, record: Record) -> None:
+        if record.stop_reason == StopReason.EMPTY_SOURCE:
+            return
+        self.log_prob += record.log_prob
+        self.tokens += record.length + 1
+        self.score += record.score
+        self.decoded += 1
+
+    @classmethod
+    def of(cls, records) -> "Totals":
+        totals = cls()
+        for record in records:
+            totals.add(record)
+        return totals
+
+    def lines(self, nb_sentences: int, label: str) -> list[str] | None:
+        """The two closing lines (``label`` names the search's score), or None when no sentence was decoded (the
+        toolkit's own line then stands)."""
+        if not self.decoded:
+            return None
+        per_token = self.log_prob / self.tokens
+        try:
+            ppl = math.exp(-per_token)
+        except OverflowError:
+            ppl = float("inf")
+        return [f"PRED LOG-PROB PER TOKEN: {per_token:.4f}, PRED PPL: {ppl:.2f} (from log-probabilities, EOS "
+                f"counted; {self.tokens} tokens) NB SENTENCES: {nb_sentences}",
+                f"PRED MEAN SCORE: {self.score / self.decoded:.4f} per sentence, of the search's score {label} "
+                f"(mean log-probability per sentence: {self.log_prob / self.decoded:.4f})"]

@@ -1,0 +1,96 @@
+# Copied from onmt_optimal/search/registry.py by `make hub` (scripts/make_hub.py): edit the package, not this file.
+"""The one registry of rules: what each name means, and the one function that builds a decode's rules.
+
+* ``STOPPING_RULES``: ``-stopping`` values -> stopping rules;
+* ``rules(...)``: the (scoring, stopping) pairs a set of validated option values asks for, for every toolkit
+  (its own score and its own stopping rules, where it has them, given by the caller);
+* ``Decoder``: a named (scoring, stopping) pair of the paper's comparison (Section 5), and
+  ``paper_decoders(rewards)`` the comparison itself, as the sweep and the reproduction run it.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .search_scoring import BoundedWordReward, BPNorm, ScoringRule, StockScore, WordReward
+from .search_stopping import STOPPING_RULES, StoppingRule
+
+__all__ = ["STOPPING_RULES", "SCORES", "Decoder", "opennmt_score", "paper_decoders", "rules"]
+
+#: the scores a ``Decoder`` names
+SCORES = ("logprob", "avg", "wu", "bounded_reward", "word_reward", "bp_norm")
+
+
+def rules(stopping: str | Sequence[str], own_score: Callable[[], ScoringRule], length_reward: float = 0.0,
+          length_ratio: float | None = None, bp_norm: bool = False, bound: str = "exact",
+          own_stopping: Mapping[str, Callable[[], StoppingRule]] | None = None,
+          ) -> tuple[tuple[ScoringRule, StoppingRule], ...]:
+    """The rules validated option values ask for: one (scoring, stopping) pair per name in ``stopping`` (a name
+    or several, sharing one beam and one score). The score is BP-norm under ``bp_norm`` (Yang et al. 2018), the
+    length reward ``r = length_reward > 0`` with ``length_ratio`` (the bounded reward, Sec. 4:
+    ``log p + r * min(l, |y|)``) or without (He et al.'s ``log p + r * |y|``), else the toolkit's own
+    (``own_score()``). A stopping name is the toolkit's own rule where ``own_stopping`` has it, else
+    ``STOPPING_RULES``'s."""
+    if bp_norm:
+        score = BPNorm(length_ratio, bound)
+    elif length_reward > 0:
+        score = (BoundedWordReward(length_reward, length_ratio) if length_ratio is not None
+                 else WordReward(length_reward))
+    else:
+        score = own_score()
+    own_stopping = own_stopping or {}
+    names = (stopping,) if isinstance(stopping, str) else tuple(stopping)
+    return tuple((score, own_stopping.get(name, STOPPING_RULES.get(name))()) for name in names)
+
+
+def opennmt_score(length_penalty: str = "none", alpha: float = 1.0, coverage: bool = False,
+                  ratio: float | None = None, bound: str = "exact", own: bool = True) -> ScoringRule:
+    """OpenNMT-py's (and eole's) own score under ``-length_penalty``/``-alpha`` and a coverage penalty: raw
+    log p under ``none`` (Sec. 3; with a ``-length_ratio``, reported with its target length ``l``), else
+    ``StockScore`` (``own``: read from the beam's own ranking)."""
+    if ratio is not None and length_penalty == "none" and not coverage:
+        return BoundedWordReward(0.0, ratio)  # raw log p; l is reported in the statistics
+    return StockScore(length_penalty, alpha, coverage, bound, ratio, own)
+
+
+@dataclass(frozen=True)
+class Decoder:
+    """A decoder of the paper's comparison. ``family`` names it in tables; ``reward`` is r where it has one."""
+
+    family: str
+    stopping: str
+    score: str  # one of SCORES
+    reward: float | None = None
+
+    @property
+    def shrinks(self) -> bool:
+        return STOPPING_RULES[self.stopping].shrinks
+
+    def rule(self, ratio: float | None, alpha: float = 1.0) -> tuple[ScoringRule, StoppingRule]:
+        """Its (scoring, stopping) pair at length ratio ``ratio``, evaluated on a shared beam (``own=False``:
+        its score is computed from the items' log-probabilities, not read from the beam's own ranking)."""
+        if self.score not in SCORES:
+            raise ValueError(f"unknown score {self.score!r}; known: {', '.join(SCORES)}")
+        own = StockScore("none" if self.score in ("logprob", "bounded_reward", "word_reward") else self.score,
+                         alpha, own=False)
+        reward = self.reward if self.score in ("bounded_reward", "word_reward") else 0.0
+        return rules(self.stopping, lambda: own, length_reward=reward or 0.0,
+                     length_ratio=None if self.score == "word_reward" else ratio,
+                     bp_norm=self.score == "bp_norm")[0]
+
+    def label(self) -> str:
+        return self.family if self.reward is None else f"{self.family} r={self.reward:g}"
+
+
+def paper_decoders(rewards: list[float]) -> list[Decoder]:
+    """The paper's Section 5 comparison, with r over ``rewards`` where a decoder has a reward: OpenNMT-py's
+    rule on log p and with length normalization; optimal stopping on log p and with the bounded reward; the
+    shrinking beam with normalization (baseline 2a) and with the per-word reward (2b)."""
+    positive = [r for r in rewards if r > 0]
+    return (
+        [Decoder("default", "default", "logprob"), Decoder("default_avg", "default", "avg"),
+         Decoder("optimal", "optimal", "logprob")]
+        + [Decoder("optimal_reward", "optimal", "bounded_reward", r) for r in positive]
+        + [Decoder("shrinking_norm", "shrinking", "avg")]
+        + [Decoder("shrinking_reward", "shrinking", "word_reward", r) for r in positive]
+    )

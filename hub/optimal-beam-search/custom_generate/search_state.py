@@ -1,0 +1,135 @@
+# Copied from onmt_optimal/search/state.py by `make hub` (scripts/make_hub.py): edit the package, not this file.
+"""The search's state for one batch: the rules it runs (``Rules``, fixed for the batch) and what it has seen so far
+(``State``, one record, written by the step's functions in ``step``).
+
+Rows: ``B`` examples still in the batch, ``beam`` items each, ``R`` rules sharing the beam, each keeping ``K``
+completed hypotheses (its ``n_best``, or more where a rule compares with a larger store: transformers' own).
+
+The per-rule stop record (``State.stop_step``, ``stop_code``, ``stop_completed``) is data, present where it is
+needed: with several rules (each runs until it is done, and a rule that stopped collects nothing more), or where
+a caller keeps examples that are done in the batch and needs their stop to stay put (``Rules.records``). One rule
+whose example leaves as soon as it is done records nothing: its step, reason and count are read off the
+example's last step (``State.t``, ``State.at_max``, the live items). Its per-rule tensors are ``(B, ...)``
+where several rules stack theirs into ``(B, R, ...)`` (``Kept`` takes both). What that saves a step against the
+record at ``R = 1`` is counted by ``scripts/op_breakdown.py`` and recorded in ``benchmarks/NOTES.md``.
+
+A stop's reason crosses the device boundary as a float32 code (``answers.pack``): ``CODES``, ``OWN`` and ``reason``
+are that encoding (0: the rule still runs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import search_constants as constants
+from .search_constants import __name__ as _
+from .search_kept import Kept
+from .search_stopping import StoppingRule, StopReason
+
+__all__ = ["CODES", "OWN", "Rules", "State", "reason"]
+
+#: the codes of the reasons the search itself gives (``OWN``: the stopping rule's own ``reason``)
+CODES = {StopReason.MAX_LENGTH: 1.0, StopReason.ALL_FINISHED: 2.0, StopReason.PREDICTED_BOUND: 3.0}
+OWN = 4.0
+
+
+def reason(code: float, stop: StoppingRule) -> str:
+    """The reason of ``code`` for rule ``stop``."""
+    return stop.reason if code == OWN else next(why for why, c in CODES.items() if c == code)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The rules ``[(scoring, stopping), ...]`` sharing a batch's beam (the first answers to the toolkit) and
+    their constants, made once per batch (``Rules.of``)."""
+
+    rules: list
+    n_best: int  # answers per rule
+    K: int  # kept places per rule (``n_best`` at least)
+    records: bool  # the state keeps the per-rule stop record (module docstring)
+    #: (1, beam) or (1, R, beam) which items each rule collects (``StoppingRule.top_only``: the top one), laid out
+    #: as ``stack`` lays the rules out; None: every rule collects all
+    collectable: torch.Tensor | None
+    rule_codes: torch.Tensor  # (1, R) each rule's code when it stops with items still live
+    all_finished: torch.Tensor  # 0-d: the code of a stop with no live item left
+    one: torch.Tensor  # 0-d float32 1, the count of a completion (``step.collect``)
+    several: bool  # several rules: their per-rule tensors stack as ``(B, R, ...)``
+
+    @classmethod
+    def of(cls, rules: list, n_best: int, first: torch.Tensor, device, K: int | None = None,
+           records: bool | None = None) -> "Rules":
+        """``first``: the (1, beam) mask of each beam's first item; ``K``: kept places per rule (default
+        ``n_best``); ``records``: keep the stop record (default: with several rules)."""
+        several = len(rules) > 1
+        stack = (lambda xs: torch.stack(xs, dim=1)) if several else (lambda xs: xs[0])
+        collectable = None
+        if any(stop.top_only for _, stop in rules):
+            collectable = stack([first if stop.top_only else first.new_ones(first.shape) for _, stop in rules])
+        rule_codes = constants.row(tuple(
+            CODES[StopReason.PREDICTED_BOUND] if stop.certified and not score.bound_is_proof else OWN
+            for score, stop in rules), device)
+        all_finished = constants.once(("stop code", StopReason.ALL_FINISHED, device), lambda: torch.tensor(
+            CODES[StopReason.ALL_FINISHED], device=device))
+        one = constants.once(("one", device), lambda: torch.ones((), device=device))
+        return cls(list(rules), n_best, n_best if K is None else K, several if records is None else records,
+                   collectable, rule_codes, all_finished, one, several)
+
+    @property
+    def shrinks(self) -> bool:
+        return self.rules[0][1].shrinks
+
+    def stack(self, per_rule: list[torch.Tensor]) -> torch.Tensor:
+        """The rules' ``(B, ...)`` tensors as one ``(B, R, ...)``; one rule's as it is."""
+        return torch.stack(per_rule, dim=1) if self.several else per_rule[0]
+
+    def kept_score(self, score: torch.Tensor, r: int) -> torch.Tensor:
+        """(B, K) rule ``r``'s places of ``Kept.score`` (B, R * K): one rule's are all of them."""
+        return score[:, r * self.K:(r + 1) * self.K] if self.several else score
+
+
+@dataclass
+class State:
+    """What the search has seen of a batch, after the last step (``step.collect`` and ``step.decide`` write it).
+
+    Every tensor has the batch's examples as its first dimension, so ``select`` keeps a subset of them."""
+
+    live: torch.Tensor  # (B, beam) bool: the item holds a real live prefix
+    kept: Kept  # (B, R * K, ...) each rule's best completed hypotheses
+    #: (B, beam) float32: completed hypotheses so far per beam slot (a sum only when read: adding the step's mask
+    #: costs fewer operations than summing it every step); exact below 2^24, to cross with the scores
+    completions: torch.Tensor
+    width: torch.Tensor | None  # (B, 1) long: the example's beam width now (a shrinking beam only)
+    #: (B, R) float32 per example and rule: the step it stopped at (0 while it runs), its code (``CODES``, ``OWN``)
+    #: and the completed hypotheses then; None without a record (``Rules.records``)
+    stop_step: torch.Tensor | None
+    stop_code: torch.Tensor | None
+    stop_completed: torch.Tensor | None
+    t: int = 0  # the last step decided
+    at_max: bool = False  # it was the last step, ``T``
+
+    @classmethod
+    def start(cls, rules: Rules, live: torch.Tensor, T: int, pad: int, dtype, device,
+              shrinks: bool = False) -> "State":
+        """The state before step 1: ``live`` (B, beam) the items that hold a real prefix; ``T``: the last step;
+        ``pad``: the kept tokens' padding; ``dtype``: the kept scores'."""
+        B, beam = live.shape
+        R = len(rules.rules)
+        record = [torch.zeros((B, R), dtype=torch.float, device=device) for _ in range(3)] if rules.records \
+            else [None] * 3
+        return cls(live=live, kept=Kept.empty(B, R, rules.K, T, pad, dtype, device),
+                   completions=torch.zeros((B, beam), dtype=torch.float, device=device),
+                   width=torch.full((B, 1), beam, dtype=torch.long, device=device) if shrinks else None,
+                   stop_step=record[0], stop_code=record[1], stop_completed=record[2])
+
+    @property
+    def n_completed(self) -> torch.Tensor:
+        """(B, 1) completed hypotheses so far."""
+        return self.completions.sum(dim=1, keepdim=True)
+
+    def select(self, rows: torch.Tensor) -> "State":
+        """Only the examples at batch rows ``rows`` (a long tensor) go on, in that order."""
+        pick = lambda x: None if x is None else x[rows]  # noqa: E731
+        return State(live=pick(self.live), kept=self.kept.select(rows), completions=pick(self.completions),
+                     width=pick(self.width), stop_step=pick(self.stop_step), stop_code=pick(self.stop_code),
+                     stop_completed=pick(self.stop_completed), t=self.t, at_max=self.at_max)
