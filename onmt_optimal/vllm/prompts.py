@@ -24,6 +24,7 @@ proof: ``scoring`` and ``search.stopping``), and the prompt's ``Record`` (``answ
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -41,11 +42,23 @@ __all__ = ["Answer", "Prompts"]
 @dataclass
 class Answer:
     """One prompt's answer: ``sequences``, vLLM's ``BeamSearchSequence``s, the ``beam_width`` best completed
-    (best first), ``scores`` their scores under the rule, and ``record`` the prompt's statistics."""
+    (best first), ``scores`` their scores under the rule, ``lengths`` their ``|y|``, and ``record`` the prompt's
+    statistics (``Record``: its 1-best's)."""
 
     sequences: list
     scores: list = field(default_factory=list)
+    lengths: list = field(default_factory=list)
     record: Record | None = None
+
+    def stats(self, i: int) -> dict:
+        """The statistics of answer ``i`` as JSON values (``Record.STATS``' names, in order): the prompt's
+        ``steps``, ``stop_reason``, ``target_length``, ``src_length`` and ``completed``, answer ``i``'s own
+        ``score``, ``log_prob`` and ``length`` (answer 0's are the record's); a number that is not finite is
+        null, as in the statistics file."""
+        own = {"score": self.scores[i], "log_prob": self.sequences[i].cum_logprob, "length": self.lengths[i]}
+        stats = {**self.record.stats(), **own}
+        return {name: str(v) if name == "stop_reason" else None if isinstance(v, float) and not math.isfinite(v)
+                else v for name, v in stats.items()}
 
 
 @dataclass
@@ -166,6 +179,7 @@ class Prompts:
         target = row[1] if self.targeted[0] else None
         record = answers.answer(best, len(kept), 1, self.eos, t, why, target, p.src_len, n_completed)
         return Answer(sequences=sequences, scores=[b[0] for b in best[:len(sequences)]],
+                      lengths=[len(b[2]) - (bool(b[2]) and b[2][-1] == self.eos) for b in best[:len(sequences)]],
                       record=record.handed_over())
 
     def _tokens(self, p: _Prompt, hyp) -> list[int]:
