@@ -14,69 +14,32 @@ and the ``openai`` client).
   as each alone.
 """
 import json
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from importlib.metadata import entry_points
 
 import httpx
 import pytest
 
+from helpers import vllm_server
 from onmt_optimal.vllm.serve import FIELD
 
-PLUGIN = "onmt_optimal.vllm.serve:register"
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %} ="
 PROMPTS = ["a b c =", "p q r s =", "d e =", "f g h i j =", "k l =", "m n o ="]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(toy, model_dir, tmp_path_factory):
-    """``python -m vllm.entrypoints.openai.api_server`` on the toy model; its base URL."""
-    if not any(ep.value == PLUGIN for ep in entry_points(group="vllm.general_plugins")):
-        pytest.fail(f"the vllm.general_plugins entry point {PLUGIN} is not installed: run `make setup-vllm` "
-                    f"(pip install --no-deps -e .)")
+    """``python -m vllm.entrypoints.openai.api_server`` on the toy model (a chat template of its own: the toy
+    tokenizer has none); its base URL."""
+    if not vllm_server.plugin_installed():
+        pytest.fail(f"the vllm.general_plugins entry point {vllm_server.PLUGIN} is not installed: run `make "
+                    f"setup-vllm` (pip install --no-deps -e .)")
     folder = tmp_path_factory.mktemp("serve")
     template = folder / "chat.jinja"
     template.write_text(CHAT_TEMPLATE)
-    port = free_port()
-    log = open(folder / "server.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir), "--host",
-         "127.0.0.1", "--port", str(port), "--dtype", "float32", "--max-model-len", "64", "--enforce-eager",
-         "--gpu-memory-utilization", "0.1", "--chat-template", str(template)],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            assert process.poll() is None, (folder / "server.log").read_text()[-3000:]
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start in 300 s"
-            time.sleep(1)
+    with vllm_server.serving(model_dir, folder, "--chat-template", str(template)) as base:
         yield base
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()
 
 
 MODEL = [None]  # the served model's name (``model_name``)
