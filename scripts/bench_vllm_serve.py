@@ -3,7 +3,7 @@
 (onmt_optimal/bench/vllm_serve.py says what and how).
 
     python scripts/bench_vllm_serve.py [--prompts 16] [--beams 4,8] [--length-penalties 0,1] [--clients 1,8]
-                                       [--rounds 2] [--max-tokens 32]
+                                       [--rounds 3] [--max-tokens 32]
 
 Needs the plugin's entry point installed (make setup-vllm). Writes benchmarks/RESULTS-vllm-serve.md and
 benchmarks/RESULTS-vllm-serve.json (or --out PATH.md and its .json).
@@ -21,7 +21,7 @@ def main(argv=None) -> int:
     p.add_argument("--beams", default="4,8")
     p.add_argument("--length-penalties", default="0,1")
     p.add_argument("--clients", default="1,8")
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--train-steps", type=int, default=300)
     p.add_argument("--out", type=Path,

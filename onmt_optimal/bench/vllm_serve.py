@@ -11,7 +11,8 @@ threads:
 * ``stock``: no ``vllm_xargs`` (vLLM's own beam search);
 * ``certificate``: ``vllm_xargs: {"stopping": "optimal"}``;
 
-rounds alternate the order of the two; per variant the round with the shortest wall time counts. Reported: the
+after one untimed round (the server's first requests), rounds alternate the order of the two; per variant the
+round with the shortest wall time counts. Reported: the
 wall time of all the prompts' requests, requests per second, the mean and the 90th-percentile latency of a
 request, the ratios (stock's wall time and latency over the certificate's, from the same round order), the mean
 steps (``stopping: "exhaustive"``'s, which are vLLM's, and the certificate's, from the statistics in each
@@ -104,7 +105,7 @@ def _round(base: str, model: str, prompts: list[str], settings: dict, xargs: dic
     return wall, [d[0] for d in done], [d[1][0] for d in done], [d[1][1] for d in done]
 
 
-def run(prompts_n: int = 16, beams=(4, 8), length_penalties=(0.0, 1.0), clients=(1, 8), rounds: int = 2,
+def run(prompts_n: int = 16, beams=(4, 8), length_penalties=(0.0, 1.0), clients=(1, 8), rounds: int = 3,
         max_tokens: int = 32, train_steps: int = 300, log=print) -> dict:
     import httpx
     import vllm
@@ -121,6 +122,8 @@ def run(prompts_n: int = 16, beams=(4, 8), length_penalties=(0.0, 1.0), clients=
         prompts = [f"{line} =" for line in sources(prompts_n, seed=7)]
         results = {"prompts": prompts_n, "rounds": rounds, "max_tokens": max_tokens, "train_steps": train_steps,
                    "vllm": vllm.__version__, "clock": "wall (perf_counter)", "rows": []}
+        warm = {"use_beam_search": True, "n": max(beams), "max_tokens": max_tokens, "temperature": 0}
+        _round(base, name, prompts, warm, None, 8)  # the server's first requests, untimed
         for lp in length_penalties:
             for beam in beams:
                 settings = {"use_beam_search": True, "n": beam, "max_tokens": max_tokens, "temperature": 0,
@@ -164,10 +167,11 @@ def render(results: dict) -> str:
         f"eager) with onmt-optimal installed; {results['prompts']} prompts of the synthetic task, one "
         f"`/v1/completions` request each (`use_beam_search`, `n` = beam, temperature 0, max_tokens "
         f"{results['max_tokens']}), sent by 1 or 8 concurrent clients; best of {results['rounds']} rounds on the "
-        f"wall clock, alternating. GPT-2 trained {results['train_steps']} steps (onmt_optimal/bench/vllm_serve.py). "
+        f"wall clock, alternating, after an untimed round. GPT-2 trained {results['train_steps']} steps (onmt_optimal/bench/vllm_serve.py). "
         "`stock`: no `vllm_xargs`; `certificate`: `vllm_xargs: {\"stopping\": \"optimal\"}`. Measured on a shared "
         "2-core machine with other jobs running: the ratios, taken in one run with alternating rounds, are the "
-        "figures to read, the absolute rates are not. Speed-up: stock's wall time over the certificate's; "
+        "figures to read, the absolute rates are not (run `make bench-vllm-serve`, i.e. `.venv-vllm/bin/python "
+        "scripts/bench_vllm_serve.py`, with the plugin installed by `make setup-vllm`). Speed-up: stock's wall time over the certificate's; "
         "latency ratio: stock's mean latency over the certificate's. Steps: a request's mean (stock: "
         "`stopping: \"exhaustive\"`'s, which are vLLM's). `certified`: requests stopped by the certificate; "
         "`same`: every answer is the stock one.",

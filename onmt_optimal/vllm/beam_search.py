@@ -78,7 +78,8 @@ def optimal_beam_search(llm, prompts, params, lora_request=None, use_tqdm=False,
     answered = []
     for start in range(0, len(instances), concurrency_limit):
         batch = instances[start:start + concurrency_limit]
-        decode = Prompts(search, batch, [len(i.beams[0].tokens) for i in batch], max_tokens, eos_token_id)
+        decode = Prompts(search, batch, [len(i.beams[0].tokens) for i in batch], max_tokens, eos_token_id,
+                         sort_beams_key)
         steps = range(1, max_tokens + 1)
         if use_tqdm:
             steps = tqdm(steps, desc="Beam search", unit="token", unit_scale=False)

@@ -39,7 +39,7 @@ async def beam_search(serving, prompt, request_id, params, lora_request=None, tr
     ``RequestOutput``, and appends the prompt's ``prompts.Answer`` to ``answered`` before it does."""
     import numpy as np
     from vllm import CompletionOutput, RequestOutput
-    from vllm.entrypoints.generate.beam_search.utils import BeamSearchSequence
+    from vllm.entrypoints.generate.beam_search.utils import BeamSearchSequence, create_sort_beams_key_function
     from vllm.sampling_params import SamplingParams
     from vllm.utils import random_uuid
     from vllm.utils.async_utils import collect_from_async_generator
@@ -48,11 +48,13 @@ async def beam_search(serving, prompt, request_id, params, lora_request=None, tr
     max_tokens = params.max_tokens
     ignore_eos = params.ignore_eos
     temperature = params.temperature
+    length_penalty = params.length_penalty
     include_stop_str_in_output = params.include_stop_str_in_output
     serving.engine_client.input_processor.resolve_watermarking(params)
 
     tokenizer = serving.renderer.get_tokenizer()
-    eos_token_id = tokenizer.eos_token_id  # (vLLM's answer order, its ``sort_beams_key``, is ``Prompts``')
+    eos_token_id = tokenizer.eos_token_id
+    sort_beams_key = create_sort_beams_key_function(eos_token_id, length_penalty)  # vLLM's answer order: Prompts'
 
     if prompt["type"] == "embeds":
         raise NotImplementedError("Embedding prompt not supported for beam search")
@@ -67,7 +69,7 @@ async def beam_search(serving, prompt, request_id, params, lora_request=None, tr
     hyps = Hypotheses(beams=[BeamSearchSequence(orig_prompt=prompt, tokens=prompt_token_ids, cum_logprob=0,
                                                 logprobs=[], lora_request=lora_request)])
     completed = hyps.completed
-    decode = Prompts(search, [hyps], [tokenized_length], max_tokens, eos_token_id)
+    decode = Prompts(search, [hyps], [tokenized_length], max_tokens, eos_token_id, sort_beams_key)
 
     for t in range(1, max_tokens + 1):
         all_beams = hyps.beams

@@ -8,7 +8,9 @@ chosen (``search.step``):
 
 1. the hypotheses each prompt completed at this step become a ``(B, W)`` row of items, ``W = 2 * beam_width``
    places (a step completes at most one hypothesis a beam, and at ``max_tokens`` the live beams join them): their
-   ``cum_logprob`` (vLLM's float64 sums), whether they end in the end token (so ``|y| = t - 1``, ``StepView``);
+   ``cum_logprob`` (vLLM's float64 sums), whether they end in the end token (so ``|y| = t - 1``, ``StepView``)
+   and vLLM's own score of each (its ``sort_beams_key``: ``StepView.stock_score``, which vLLM's rule answers
+   with, ``scoring.VLLMLengthPenalty``);
 2. ``step.finals``: their scores under the rule; ``step.collect``: each prompt's ``beam_width`` best into the
    core's kept list (``search.kept.Kept``: a stable sort, the earlier hypothesis first among equals, as vLLM's
    final ``sorted(..., reverse=True)`` keeps them);
@@ -76,10 +78,10 @@ class Prompts:
 
     ``hyps``: per prompt, an object with vLLM's ``beams`` and ``completed`` lists (the loop's own, which it
     updates with vLLM's step); ``src_lens``: each prompt's length in tokens; ``T``: ``max_tokens``; ``eos``: the
-    end token."""
+    end token; ``key``: the loop's ``sort_beams_key`` (vLLM's score of a hypothesis)."""
 
-    def __init__(self, search: Search, hyps: list, src_lens: list[int], T: int, eos: int):
-        self.search, self.T, self.eos = search, T, eos
+    def __init__(self, search: Search, hyps: list, src_lens: list[int], T: int, eos: int, key):
+        self.search, self.T, self.eos, self.key = search, T, eos, key
         self.prompts = [_Prompt(h, int(n)) for h, n in zip(hyps, src_lens)]
         self.running = list(self.prompts)
         self.W = 2 * search.n_best
@@ -110,6 +112,7 @@ class Prompts:
         running, W = self.running, self.W
         B = len(running)
         log_prob = torch.full((B, W), NEG_INF, dtype=torch.float64)
+        stock = torch.full((B, W), NEG_INF, dtype=torch.float64)
         ends = torch.zeros((B, W), dtype=torch.bool)
         completed = torch.zeros((B, W), dtype=torch.bool)
         place = torch.zeros((B, W, 1), dtype=torch.long)  # the kept "sequence": the place in ``completed``
@@ -118,12 +121,14 @@ class Prompts:
             k = len(new)
             if k:
                 log_prob[n, :k] = torch.tensor([h.cum_logprob for h in new], dtype=torch.float64)
+                stock[n, :k] = torch.tensor([self.key(h) for h in new], dtype=torch.float64)
                 ends[n, :k] = torch.tensor([self.ended(h) for h in new])
                 completed[n, :k] = True
                 place[n, :k, 0] = torch.arange(p.seen, p.seen + k)
                 p.seen += k
         src_len = self.facts[:, 0]
-        view = StepView(log_prob=log_prob, eos=ends, src_len=src_len, step=t, max_length=self.T, memo=self.memo)
+        view = StepView(log_prob=log_prob, eos=ends, src_len=src_len, step=t, max_length=self.T, stock_score=stock,
+                        memo=self.memo)
         step.collect(self.rules, self.state, completed, step.finals(self.rules.rules, view), log_prob, 0, place)
         live = torch.zeros((B, W), dtype=torch.bool)
         sums = torch.full((B, W), NEG_INF, dtype=torch.float64)

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from helpers import vllm_server
+from helpers import toy_vllm, vllm_server
 from onmt_optimal.vllm.serve import FIELD
 
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %} ="
@@ -93,6 +93,21 @@ def test_completions_answer_as_stock(server, settings):
     if settings["length_penalty"] == 0:
         assert any(s["stop_reason"] == "certificate" for s in stats)
         assert sum(s["steps"] for s in stats) < sum(f["steps"] for f in full)
+
+
+def test_prompts_that_end_in_the_end_token_answer_as_stock(server, toy):
+    """The server's loop keeps the end token out of a completed hypothesis's tokens: the empty answer to a prompt
+    that ends in it is one token shorter under vLLM's score than offline; the search scores it as vLLM does."""
+    end = toy_vllm.toy_hf.EOS
+    prompts = [[*ids, end] for ids in (p["prompt_token_ids"] for p in toy_vllm.prompts(toy, 8, seed=11))]
+    empty = 0
+    for lp in (1.0, -1.0):
+        body = beam(prompt=prompts, n=4, max_tokens=12, length_penalty=lp)
+        stock, _ = answer(post(server, "/v1/completions", dict(body)))
+        ours, stats = answer(post(server, "/v1/completions", {**body, "vllm_xargs": {"stopping": "optimal"}}))
+        assert ours == stock
+        empty += sum(s["length"] == 0 for s in stats)
+    assert empty  # the empty answers are among them
 
 
 def test_chat_completions_answer_as_stock(server):
