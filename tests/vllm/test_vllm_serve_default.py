@@ -5,7 +5,9 @@
 * With a default, a beam request without ``vllm_xargs`` runs the search (its choices carry the statistics, its
   answers are stock's), and a request's own keys replace the default's.
 """
+import os
 import subprocess
+import sys
 
 import httpx
 import pytest
@@ -40,9 +42,22 @@ def test_good_defaults_and_switches():
         serve.asked({"bp_norm": 2, "length_ratio": 1.0})
 
 
+def test_the_plugin_patches_unless_disabled():
+    """``register`` (vLLM's call of the entry point) puts the search in vLLM's online beam search, unless
+    ``ONMT_OPTIMAL_DISABLE`` is true."""
+    code = ("import os\n"
+            "from vllm.entrypoints.generate.beam_search.online import BeamSearchOnlineMixin as M\n"
+            "from onmt_optimal.import_hook import ours\n"
+            "from onmt_optimal.vllm import serve\n"
+            "os.environ['ONMT_OPTIMAL_DISABLE'] = '1'; serve.register(); print(ours(M.beam_search))\n"
+            "os.environ['ONMT_OPTIMAL_DISABLE'] = '0'; serve.register(); print(ours(M.beam_search))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["False", "True"], done.stderr[-2000:]
+
+
 def test_a_bad_default_stops_the_server_in_one_line(toy, model_dir):
     done = subprocess.run(vllm_server.command(model_dir, vllm_server.free_port()), capture_output=True, text=True,
-                          timeout=300, env={**__import__("os").environ,
+                          timeout=300, env={**os.environ,
                                             serve.DEFAULTS: '{"length_reward": -1}'})
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == ("onmt-optimal: ONMT_OPTIMAL_VLLM_DEFAULTS: length_reward must be a "
