@@ -19,7 +19,7 @@ DATA ?= ../shared/data
 TVSUB := $(DATA)/tvsub-zh-en
 M30K := $(DATA)/multi30k-de-en
 
-.PHONY: setup setup-eole setup-hf setup-vllm hub run test test-eole test-hf test-vllm test-stock test-fast reproduce reproduce-transformer bench bench-vllm golden clean-venv
+.PHONY: setup setup-eole setup-hf setup-vllm hub run test test-eole test-hf test-vllm test-stock test-fast reproduce reproduce-transformer bench bench-vllm bench-vllm-serve golden clean-venv
 
 setup: $(STAMP)
 
@@ -205,3 +205,8 @@ test-vllm: setup-vllm
 # optimal_beam_search beside vLLM's own beam search on the same engine: benchmarks/RESULTS-vllm.md and .json
 bench-vllm: setup-vllm
 	$(VLLM_BIN)/python scripts/bench_vllm.py
+
+# beam requests to vLLM's OpenAI-compatible server, stock and with the certificate (the plugin's entry point, which
+# setup-vllm installs): benchmarks/RESULTS-vllm-serve.md and .json
+bench-vllm-serve: setup-vllm
+	$(VLLM_BIN)/python scripts/bench_vllm_serve.py

@@ -5,10 +5,12 @@
     outputs[0].sequences   # as llm.beam_search returns them
     outputs[0].record      # steps, stop_reason, score, ... (search.record.Record)
 
-Read in this order: ``beam_search`` (vLLM's loop, its own step, the certificate after each step), ``scoring``
+Read in this order: ``prompts`` (the certificate over vLLM's prompts on the search core: one implementation for
+both loops), ``beam_search`` (vLLM's offline loop, its own step, ``prompts`` after each step), ``online`` (the
+server's loop, likewise), ``serve`` (the server's plugin: a request asks through ``vllm_xargs``), ``scoring``
 (vLLM's ``length_penalty`` score as a rule with an admissible bound), ``options`` (the arguments: what is taken,
 what is refused), ``output`` (vLLM's result type with the record). Importing this package changes nothing in
-vLLM.
+vLLM; the plugin changes the server only where a request, or the server's default, asks.
 """
 from onmt_optimal.vllm.beam_search import optimal_beam_search
 

@@ -36,9 +36,8 @@ class Search:
 
 
 def search(llm, params, stopping="optimal", length_reward=0.0, length_ratio=None, bp_norm=False) -> Search:
-    """The rules the arguments ask for (``options.Flags.rules``), or one ``TypeError``/``ValueError`` line: the
-    search's own values and combinations are ``options.check_search``'s (``OptionError``, a ``ValueError``, or
-    ``OptionTypeError``, also a ``TypeError``), vLLM's settings this module's."""
+    """The rules ``optimal_beam_search``'s arguments ask for (``rules``), or one ``TypeError``/``ValueError`` line,
+    ``llm`` and ``params`` checked first."""
     from vllm import LLM
     from vllm.sampling_params import BeamSearchParams
 
@@ -46,18 +45,31 @@ def search(llm, params, stopping="optimal", length_reward=0.0, length_ratio=None
         raise TypeError(f"optimal_beam_search takes a vllm.LLM first, got {type(llm).__name__}")
     if not isinstance(params, BeamSearchParams):
         raise TypeError(f"params must be a vllm.sampling_params.BeamSearchParams, got {type(params).__name__}")
+    return rules(flags(stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
+                       bp_norm=bp_norm), params, getattr(llm.model_config, "logprobs_mode", "raw_logprobs"))
+
+
+def flags(**values) -> Flags:
+    """The search's options (``option_table``'s names that vLLM takes, the others at vLLM's defaults), checked as
+    every toolkit's are (``options.check_search``: ``OptionError``, a ``ValueError``, or ``OptionTypeError``, also
+    a ``TypeError``)."""
+    checked = Flags.of(VLLM, **values)
+    check_search(checked, VLLM)
+    return checked
+
+
+def rules(flags: Flags, params, logprobs_mode: str) -> Search:
+    """The (checked) ``flags``' rules on a decode of ``params`` (``BeamSearchParams``) by an engine whose logprobs
+    are ``logprobs_mode``'s (``options.Flags.rules``), or one ``ValueError`` line for vLLM's settings that the
+    search cannot take."""
     if params.max_tokens < 1:
         raise ValueError(f"params.max_tokens must be at least 1, got {params.max_tokens}")
-    flags = Flags.of(VLLM, stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
-                     bp_norm=bp_norm)
-    check_search(flags, VLLM)
     if params.structured_outputs is not None:
         raise ValueError("optimal_beam_search does not take structured_outputs: a grammar ends hypotheses "
                          "without an end token, which no bound here covers")
-    mode = getattr(llm.model_config, "logprobs_mode", "raw_logprobs")
-    if mode not in LOG_PROBABILITIES:
+    if logprobs_mode not in LOG_PROBABILITIES:
         raise ValueError(f"optimal_beam_search needs an engine whose logprobs are log-probabilities "
-                         f"(logprobs_mode {' or '.join(LOG_PROBABILITIES)}), got logprobs_mode={mode!r}")
+                         f"(logprobs_mode {' or '.join(LOG_PROBABILITIES)}), got logprobs_mode={logprobs_mode!r}")
     lp = params.length_penalty
     if flags.length_ratio is not None and flags.length_reward == 0 and not flags.bp_norm and lp != 0:
         raise OptionError("length_ratio without length_reward or bp_norm needs length_penalty=0 in params, the "

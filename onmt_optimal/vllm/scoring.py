@@ -8,7 +8,9 @@ less one when the last token is the end token. In the search core's terms, for a
 (``StepView.src_len``), ``L = P + |y|`` with ``|y| = StepView.out_len`` (``t - 1`` after an end token, ``t``
 for one cut at ``max_tokens`` without one).
 
-``final`` computes vLLM's number with vLLM's operations: the divisor ``float(max(L, 1) ** length_penalty)`` is
+``final`` is vLLM's own key where the loop hands it (``StepView.stock_score``: ``prompts.Prompts`` does, so
+that a hypothesis whose tokens vLLM counts otherwise, the server's empty answer to a prompt that ends in the end
+token, scores as vLLM scores it); else it computes vLLM's number with vLLM's operations: the divisor ``float(max(L, 1) ** length_penalty)`` is
 Python's own power (a table of Python floats, made once per decode), the quotient is a float64 division, which
 is IEEE's correctly rounded one in Python and in torch alike; so the scores equal vLLM's bit for bit.
 
@@ -60,6 +62,8 @@ class VLLMLengthPenalty(ScoringRule):
         return view.once((id(self), "d"), lambda: divisors(self.length_penalty, longest).to(view.log_prob.device))
 
     def final(self, view: StepView) -> torch.Tensor:
+        if view.stock_score is not None:  # vLLM's own key of each item, where the loop hands it
+            return view.stock_score
         if self.length_penalty == 0:  # x / 1.0 is x, bit for bit
             return view.log_prob
         length = view.src_len.long().unsqueeze(1) + view.out_len  # (B, beam) L = P + |y|

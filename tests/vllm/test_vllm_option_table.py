@@ -14,3 +14,20 @@ def test_keyword_arguments_are_the_table():
     ours = {name: p.default for name, p in inspect.signature(optimal_beam_search).parameters.items()
             if name not in usual}
     assert ours == {o.name: o.default_for(VLLM) for o in taken_by(VLLM)}
+
+
+def test_a_strict_drop_in_for_llm_beam_search():
+    """``LLM.beam_search``'s parameters, in its order, with its kinds and defaults (``self`` is ``llm``), then the
+    table's options, keyword-only."""
+    from vllm import LLM
+
+    from onmt_optimal.vllm.beam_search import optimal_beam_search
+
+    theirs = list(inspect.signature(LLM.beam_search).parameters.values())[1:]
+    ours = list(inspect.signature(optimal_beam_search).parameters.values())
+    assert ours[0].name == "llm"
+    assert [(p.name, p.kind, p.default) for p in ours[1:1 + len(theirs)]] == [
+        (p.name, p.kind, p.default) for p in theirs]
+    rest = ours[1 + len(theirs):]
+    assert [p.name for p in rest] == [o.name for o in taken_by(VLLM)]
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in rest)
