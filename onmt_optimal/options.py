@@ -167,10 +167,16 @@ def _check_writable(flag: str, path: str | None) -> None:
     link points to) must take a new file; a stream (/dev/stdout, a FIFO) is written in place."""
     from onmt_optimal.atomic import streamed
 
+    if path == "":
+        raise OptionError(f"{flag} is empty: name a file")
     if not path or path in (os.devnull, "-"):
         return
     if os.path.isdir(path):
         raise OptionError(f"{flag} {path} is a directory, not a file")
+    if path.endswith(os.sep):
+        # a file's name never ends so: the path names a directory, and the rename onto it (``atomic``) would have
+        # replaced the file before the slash (``keep.txt/``) or made one of a new directory's name (``new/``)
+        raise OptionError(f"{flag} {path} ends with '{os.sep}': it names a directory, not a file")
     if os.path.exists(path):
         if not os.access(path, os.W_OK):
             raise OptionError(f"{flag} {path} is not writable")
