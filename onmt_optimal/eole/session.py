@@ -78,10 +78,18 @@ def _config_has(args: list[str], key: str) -> bool:
     """Whether a ``-config``/``--config``/``-c`` YAML among ``args`` sets ``key``."""
     import yaml
 
+    from onmt_optimal.adapter import yaml_guard
+
     for flag in ("-config", "--config", "-c"):
         if flag in args and args.index(flag) + 1 < len(args):
-            with open(args[args.index(flag) + 1]) as f:
-                return key in (yaml.safe_load(f) or {})
+            path = args[args.index(flag) + 1]
+            yaml_guard.check(flag, path)  # not UTF-8, too large, an alias bomb: one line
+            with open(path, encoding="utf-8") as f:
+                try:
+                    parsed = yaml.safe_load(f)
+                except yaml.YAMLError:
+                    return False  # the toolkit's parser says what is wrong
+            return isinstance(parsed, dict) and key in parsed
     return False
 
 

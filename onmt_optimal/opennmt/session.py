@@ -8,6 +8,7 @@ lengths are counted in the tokens the model sees.
 """
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -101,5 +102,11 @@ def _refusing_parser(description: str):
     class RefusingParser(ArgumentParser):
         def error(self, message):
             raise OptionError(" ".join(str(message).split()))
+
+        def parse_known_args(self, *args, **kwargs):
+            try:
+                return super().parse_known_args(*args, **kwargs)
+            except argparse.ArgumentTypeError as err:  # a deprecated flag (-int8, -fp32): raised by its action
+                raise OptionError(str(err)) from None
 
     return RefusingParser(description=description)
