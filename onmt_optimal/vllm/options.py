@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from onmt_optimal.option_table import VLLM
 from onmt_optimal.options import Flags, OptionError, check_search
+from onmt_optimal.search import limits
 from onmt_optimal.search.scoring import BoundedWordReward, ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
 from onmt_optimal.vllm.scoring import VLLMLengthPenalty
@@ -50,7 +51,9 @@ def search(llm, params, stopping="optimal", length_reward=0.0, length_ratio=None
         raise ValueError(f"params.max_tokens must be at least 1, got {params.max_tokens}")
     flags = Flags.of(VLLM, stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
                      bp_norm=bp_norm)
-    check_search(flags, VLLM)
+    T = params.max_tokens  # |y|; the divisor's length is the prompt's and the output's: the model's limit
+    check_search(flags, VLLM, T, [limits.exponent_error("params.length_penalty", params.length_penalty, "avg",
+                                                        getattr(llm.model_config, "max_model_len", None) or T)])
     if params.structured_outputs is not None:
         raise ValueError("optimal_beam_search does not take structured_outputs: a grammar ends hypotheses "
                          "without an end token, which no bound here covers")
