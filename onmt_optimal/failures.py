@@ -24,7 +24,7 @@ import signal
 import sys
 import threading
 
-from onmt_optimal import atomic
+from onmt_optimal import atomic, import_hook
 
 
 class Fault(Exception):
@@ -68,6 +68,8 @@ def run(prog: str, main, describe=None):
     stock_handle_error = logging.FileHandler.handleError
     logging.FileHandler.handleError = _failed_log_write
     try:
+        if import_hook.swallowed_interrupt():  # a Ctrl-C while the command's modules imported, lost by one of them
+            raise KeyboardInterrupt
         return main()
     except (Fault, atomic.OutputError) as err:
         atomic.abort_all()
