@@ -187,7 +187,7 @@ def _check_writable(flag: str, path: str | None) -> None:
             raise OptionError(f"{flag} {path}: directory {parent} is not writable (the file is written beside "
                               f"its target, then renamed onto it)")
         return
-    parent = os.path.dirname(os.path.abspath(path))
+    parent = os.path.dirname(os.path.realpath(path))  # a dangling symbolic link: where its target would be made
     if not os.path.isdir(parent):
         raise OptionError(f"{flag} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):

@@ -165,3 +165,20 @@ def test_a_log_file_that_cannot_be_written_is_one_line(our_worker, toy_model, co
     assert "the log file /dev/full cannot be written" in line, line
     assert "Logging error" not in proc.stderr
     assert earlier.read_text() == "earlier translations\n" and partials(earlier.parent) == []
+
+
+def test_save_config_with_a_trailing_slash_is_one_line(our_worker, toy_model, corpus, earlier):
+    """Before: configargparse's ValueError traceback ("Couldn't open keep.txt/ for writing")."""
+    proc = our_worker.run("-model", toy_model, "-src", corpus["src"], "-save_config", f"{earlier}/")
+    refused_early(proc, "-save_config", "ends with '/'")
+    assert earlier.read_text() == "earlier translations\n"
+
+
+def test_an_output_that_is_a_dangling_link_is_refused_before_the_model_loads(our_worker, toy_model, corpus,
+                                                                             tmp_path):
+    """Before: refused only once the whole decode was done (the link's target directory does not exist)."""
+    link = tmp_path / "out.txt"
+    link.symlink_to(tmp_path / "no_such_dir" / "out.txt")
+    refused_early(our_worker.run("-model", toy_model, "-src", corpus["src"], "-output", link), "-output",
+                  "does not exist")
+    assert link.is_symlink() and not link.exists()
