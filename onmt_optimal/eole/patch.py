@@ -201,8 +201,8 @@ def _built(stock_build, cls, args):
     path = getattr(args, "config", None)
     if path is not None:
         yaml_guard.check("-config", path)
-    models = getattr(args, "model_path", None)
-    for model in [models] if isinstance(models, str) else models or []:
+    models = getattr(args, "model_path", None)  # (pydantic's "undefined" where the -config gives it)
+    for model in [models] if isinstance(models, str) else models if isinstance(models, (list, tuple)) else []:
         if isinstance(model, str) and os.path.isdir(model):
             options.check_model_files(model)  # eole reads its config.json here: a damaged one, in one line
     try:
