@@ -46,12 +46,13 @@ UNESCAPE_HELP = ("undo Moses escapes (&apos; &quot; &amp; @-@ ...) in the source
                  "training data of the shipped TVsub model was cleaned (scripts/prepare_data.py --unescape-moses)")
 
 
-def _session(translate_args: list[str]):
+def _session(translate_args: list[str], writes=()):
     """The model of ``translate_args``, loaded once: eole's (``-model_path``, or a ``-config`` YAML with
-    ``model_path``: ``eole predict`` arguments) or OpenNMT-py's (``onmt_translate`` arguments)."""
+    ``model_path``: ``eole predict`` arguments) or OpenNMT-py's (``onmt_translate`` arguments); ``writes``: the
+    files the tool writes, refused first where the run reads them (``session.load``)."""
     from onmt_optimal.tools import session
 
-    return session.load(translate_args)
+    return session.load(translate_args, writes)
 
 
 def ratio(argv: list[str]) -> None:
@@ -129,7 +130,7 @@ def _sweep(args) -> None:
 
     un = args.unescape_moses
     beams, rewards, src_lines, refs = _sweep_args(args)
-    session = _session(args.translate_args)
+    session = _session(args.translate_args, [("--out", args.out)])
     tool_args.parse_rewards(args.rewards, getattr(session.translator, "max_length", None))
     rho = args.ratio if args.ratio is not None else estimate_with_model(session, src_lines, refs).corpus
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,7 +148,10 @@ def _sweep_ray(args) -> None:
     from onmt_optimal.options import OptionError
     from onmt_optimal.tools.sweep import paper_decoders, run_sweep_ray
 
+    from onmt_optimal.tools import session
+
     beams, rewards, src_lines, refs = _sweep_args(args)
+    session.check(args.translate_args, [("--out", args.out)])
     try:
         result, rho = run_sweep_ray([a for a in args.translate_args if a != "--"], src_lines, refs, beams,
                                     paper_decoders(rewards), args.ratio, args.ray_workers, args.ray_address,

@@ -14,8 +14,10 @@ gives the stock toolkits in a process; ``0``, ``false``, ``no``, ``off`` or an e
 In a toolkit's command (``onmt_translate``, ``eole``, ``onmt-optimal`` or ``python -m onmt_optimal``:
 ``sys.argv``, set before the .pth runs) ``boot`` also makes a Ctrl-C that no code caught (one that arrives
 while the command's modules import, before ``failures.run`` takes over) one line, ``PROG: error: interrupted
-(Ctrl-C)``, instead of a traceback (``_one_line_interrupt``); the process still ends as killed by SIGINT. Any
-other process is left as it was.
+(Ctrl-C)``, instead of a traceback (``_one_line_interrupt``); the process still ends as killed by SIGINT. Its
+SIGINT handler remembers each Ctrl-C (``_remember_interrupts``), so one that an import swallowed (torch catches
+every exception while its library loads: the command decoded on) is raised again after the toolkit's module
+(``_PatchingLoader``) or as the command's run starts (``failures.run``). Any other process is left as it was.
 
 Each patch may run any number of times (a toolkit's modules imported afresh are patched again): it ``mark``s
 every function or class it puts in the toolkit's place and leaves an attribute that is already ``ours`` as it is.
@@ -63,6 +65,8 @@ class _PatchingLoader:
         if before is not None:
             before()
         self._loader.exec_module(module)
+        if swallowed_interrupt():
+            raise KeyboardInterrupt
         getattr(load_patch(), function)()
 
     def __getattr__(self, name):
@@ -109,6 +113,7 @@ def boot() -> None:
     prog = _command()
     if prog is not None:
         _one_line_interrupt(prog)
+        _remember_interrupts()
     for top, adapter in ADAPTERS.items():
         if top not in _HOOKS and top not in sys.modules:
             _PENDING[top] = adapter
@@ -145,6 +150,36 @@ def _one_line_interrupt(prog: str) -> None:
         previous(kind, value, traceback)
 
     sys.excepthook = excepthook
+
+
+#: the Ctrl-Cs a command received (``_remember_interrupts``) that no one has asked about since
+_INTERRUPTS: list = []
+
+
+def _remember_interrupts() -> None:
+    """A command's SIGINT handler is Python's own (``KeyboardInterrupt``) that also remembers the signal: an
+    import that catches every exception (torch's, while its library loads) swallows the ``KeyboardInterrupt``,
+    and the command decoded on; ``swallowed_interrupt`` says it happened. ``_signal`` is built in and already
+    initialised: nothing is imported."""
+    import _signal
+
+    if _signal.getsignal(_signal.SIGINT) is not _signal.default_int_handler:
+        return  # (a shell's background job ignores SIGINT; another handler is not ours to wrap)
+
+    def remembering(signum, frame):
+        _INTERRUPTS.append(signum)
+        _signal.default_int_handler(signum, frame)
+
+    _signal.signal(_signal.SIGINT, remembering)
+
+
+def swallowed_interrupt() -> bool:
+    """Whether a Ctrl-C arrived since the last call (``_remember_interrupts``); the caller raises the
+    ``KeyboardInterrupt`` again where its own went missing: after a toolkit module's import (``_PatchingLoader``)
+    and as a command's run starts (``failures.run``)."""
+    found = bool(_INTERRUPTS)
+    _INTERRUPTS.clear()
+    return found
 
 
 def install(hooks: dict, load_patch, before_apply=None) -> None:

@@ -167,10 +167,16 @@ def _check_writable(flag: str, path: str | None) -> None:
     link points to) must take a new file; a stream (/dev/stdout, a FIFO) is written in place."""
     from onmt_optimal.atomic import streamed
 
+    if path == "":
+        raise OptionError(f"{flag} is empty: name a file")
     if not path or path in (os.devnull, "-"):
         return
     if os.path.isdir(path):
         raise OptionError(f"{flag} {path} is a directory, not a file")
+    if path.endswith(os.sep):
+        # a file's name never ends so: the path names a directory, and the rename onto it (``atomic``) would have
+        # replaced the file before the slash (``keep.txt/``) or made one of a new directory's name (``new/``)
+        raise OptionError(f"{flag} {path} ends with '{os.sep}': it names a directory, not a file")
     if os.path.exists(path):
         if not os.access(path, os.W_OK):
             raise OptionError(f"{flag} {path} is not writable")
@@ -181,7 +187,7 @@ def _check_writable(flag: str, path: str | None) -> None:
             raise OptionError(f"{flag} {path}: directory {parent} is not writable (the file is written beside "
                               f"its target, then renamed onto it)")
         return
-    parent = os.path.dirname(os.path.abspath(path))
+    parent = os.path.dirname(os.path.realpath(path))  # a dangling symbolic link: where its target would be made
     if not os.path.isdir(parent):
         raise OptionError(f"{flag} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
@@ -257,6 +263,46 @@ def validate_sizes(opt, max_length_zero: bool = False) -> None:
         raise OptionError(f"-max_length must be at least 1 (got {max_length})")
 
 
+def check_our_sizes(opt) -> None:
+    """Sizes the toolkits take silently, refused under our options (stock keeps them: ``docs/differences.md``):
+    a -batch_size below 1, a -min_length above -max_length (no hypothesis could end before -max_length)."""
+    batch_size = getattr(opt, "batch_size", 1)
+    if isinstance(batch_size, int) and batch_size < 1:
+        raise OptionError(f"-batch_size must be at least 1 (got {batch_size})")
+    min_length, max_length = getattr(opt, "min_length", 0), getattr(opt, "max_length", None)
+    if isinstance(min_length, int) and isinstance(max_length, int) and min_length > max_length:
+        raise OptionError(f"-min_length {min_length} exceeds -max_length {max_length}: no hypothesis could end "
+                          f"(every output would be cut at -max_length)")
+
+
+def _check_aligned(opt) -> None:
+    """-tgt (gold scoring) holds one line per -src line, under our options: both toolkits score the shorter
+    file's lines and translate no further, so a short -tgt cut the output short with exit status 0 (stock keeps
+    it: ``docs/differences.md``). Streams are read once, by the run, and are not counted."""
+    from onmt_optimal.atomic import streamed
+
+    src, tgt = getattr(opt, "src", None), getattr(opt, "tgt", None)
+    if not (isinstance(src, str) and isinstance(tgt, str) and src and tgt) or streamed(src) or streamed(tgt):
+        return
+    try:
+        counts = [_count_lines(path) for path in (src, tgt)]
+    except OSError:
+        return  # an unreadable file is said elsewhere
+    if counts[0] != counts[1]:
+        raise OptionError(f"-tgt {tgt} has {counts[1]} lines, -src {src} has {counts[0]}: one target line a source "
+                          f"line")
+
+
+def _count_lines(path: str) -> int:
+    """Lines of ``path`` as the toolkits read them (a last line without a newline counts)."""
+    count, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")
+
+
 def option_warnings(opt) -> list[str]:
     """One line per option value that is legal but very likely not what the user meant.
 
@@ -318,7 +364,10 @@ def check_run(opt, reads=None, writes=None) -> None:
     _check_writable("-stats_file", flags.stats_file)
     _check_writable("-output", getattr(opt, "output", None))
     _check_writable("-log_file", getattr(opt, "log_file", None) or None)
+    _check_writable("-dump_beam", getattr(opt, "dump_beam", None) or None)
     _check_distinct(opt, reads, writes)
+    if flags.active:
+        _check_aligned(opt)
     _check_device(opt)
 
 
@@ -418,6 +467,11 @@ def validate(opt, run: bool = True, toolkit: str = OPENNMT) -> None:
     if sampling and (stopping != "default" or reward > 0 or bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
                           "(-random_sampling_topk/-random_sampling_topp)")
+    if sampling and flags.stats_file:
+        raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
+                          f"(-random_sampling_topk/-random_sampling_topp): it would stay empty")
+    if flags.active:
+        check_our_sizes(opt)
     if flags.active and getattr(opt, "ratio", 0.0) > 0:
         raise OptionError("OpenNMT-py's -ratio stopping rule cannot be combined with onmt-optimal's flags; "
                           "drop -ratio")

@@ -7,7 +7,8 @@ file) describe billions of values, which the toolkits then turn into strings or 
 composes the file's node graph (linear in the file: an alias is a reference to its anchor's node) and counts the
 values it stands for with every alias expanded, counting each node once per reference through a memo, and
 refuses a file whose expansion exceeds ``MAX_VALUES`` or whose size exceeds ``MAX_BYTES`` (both far beyond any
-translation config). A file PyYAML cannot parse is left to the toolkit, which reports it its own way.
+translation config), and one that is not UTF-8 text (``not_text``: a model file given as ``-config``). A file
+PyYAML cannot parse is left to the toolkit, which reports it its own way.
 
 ``scalar_values`` (OpenNMT-py, whose configargparse passes each top-level value to its flag as ``str(value)``)
 refuses a mapping, or a list holding a mapping or a list, where a flag takes a word or a list of words: stock
@@ -68,8 +69,10 @@ def check(flag: str, path: str, text: str | None = None) -> None:
                 raise OptionError(f"{flag} {path} is larger than {MAX_BYTES // 2**20} MiB: not a config file")
             with open(path, encoding="utf-8") as f:
                 text = f.read()
-        except (OSError, UnicodeDecodeError):
+        except OSError:
             return  # the toolkit says it its own way
+        except UnicodeDecodeError as err:
+            raise not_text(flag, path, err) from None
     elif len(text) > MAX_BYTES:
         raise OptionError(f"{flag} {path} is larger than {MAX_BYTES // 2**20} MiB: not a config file")
     try:
@@ -87,6 +90,13 @@ def check(flag: str, path: str, text: str | None = None) -> None:
     if size > MAX_VALUES:
         raise OptionError(f"{flag} {path}: its aliases expand to more than {MAX_VALUES} values (a 'billion "
                           f"laughs' file?): refused")
+
+
+def not_text(flag: str, path: str, err: UnicodeDecodeError) -> OptionError:
+    """The refusal of a config that is not UTF-8 text (a model file given as ``-config``, a UTF-16 file): both
+    toolkits' YAML readers ended in a ``UnicodeDecodeError`` traceback."""
+    return OptionError(f"{flag} {path} is not a YAML config: byte offset {err.start} is not UTF-8 text "
+                       f"({err.reason})")
 
 
 def scalar_values(flag: str, path: str, parsed: dict) -> None:
@@ -107,7 +117,10 @@ def guarded(stock_parse, flag: str = "-config"):
 
     def parse(stream):
         path = getattr(stream, "name", "stream")
-        text = stream.read(MAX_BYTES + 1)
+        try:
+            text = stream.read(MAX_BYTES + 1)
+        except UnicodeDecodeError as err:
+            raise not_text(flag, path, err) from None
         check(flag, path, text)
         try:
             parsed = yaml.load(text, Loader=_loader())

@@ -23,10 +23,11 @@ READ = ("src", "tgt", "ref", "phrase_table", "src_subword_vocab")
 TRANSFORM_FILE_SUFFIXES = ("_model", "_vocab", "_file", "_path", "_table")
 
 
-def check(config, config_file: str | None) -> None:
-    """``OptionError`` when a file ``config`` writes is one it reads (``config_file``: the ``-config`` YAML) or
-    another file it writes."""
+def check(config, config_file: str | None, also=()) -> None:
+    """``OptionError`` when a file ``config`` writes (or one of ``also``, ``(flag, path)`` pairs a tool writes
+    beside the run) is one it reads (``config_file``: the ``-config`` YAML) or another file it writes."""
     written = [(f"-{name}", path) for name in WRITTEN if (path := _path(getattr(config, name, None)))]
+    written += [(flag, path) for flag, path in also if _path(path)]
     _check_distinct(config, list(_reads(config, config_file)), written)
     models = _model_directories(config)
     for flag, path in written:

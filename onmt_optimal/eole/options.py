@@ -64,6 +64,9 @@ def validate(config, run: bool = True) -> None:
     if sampling and (flags.stopping != "default" or flags.length_reward > 0 or flags.bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
                           "(-top_k/-top_p)")
+    if sampling and flags.stats_file:
+        raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
+                          f"(-top_k/-top_p): it would stay empty")
     if flags.active and getattr(config, "self_speculative_decoding", False):
         raise OptionError("onmt-optimal's options decode with beam search: drop -self_speculative_decoding")
 
@@ -83,3 +86,42 @@ def _check_model_paths(config) -> None:
             raise OptionError(f"-model_path {path}: no such directory")
         if not os.path.isfile(os.path.join(path, "config.json")):
             raise OptionError(f"-model_path {path} is not an eole model directory (it has no config.json)")
+        check_model_files(path)
+
+
+def check_model_files(path: str) -> None:
+    """The files of model directory ``path`` that eole reads whole, read before the model loads: ``config.json``
+    and ``vocab.json`` as JSON, each ``model.*.safetensors`` shard's header and size (``safetensors.safe_open``,
+    which reads no weight). A damaged one ended in a JSONDecodeError or SafetensorError traceback once the model
+    began to load (a damaged ``config.json``, in a message that blamed ``-config``)."""
+    import glob
+    import json
+    import os
+
+    for name in ("config.json", "vocab.json"):
+        member = os.path.join(path, name)
+        if not os.path.isfile(member):
+            continue
+        try:
+            with open(member, encoding="utf-8") as f:
+                json.load(f)
+        except OSError as err:
+            raise OptionError(f"-model_path {path}: {name} cannot be read ({err.strerror})") from None
+        except UnicodeDecodeError as err:
+            raise OptionError(f"-model_path {path}: {name} is not UTF-8 text (byte offset {err.start}): the model "
+                              f"is damaged") from None
+        except json.JSONDecodeError as err:
+            raise OptionError(f"-model_path {path}: {name} is not valid JSON (line {err.lineno}, column "
+                              f"{err.colno}: {err.msg}): the model is damaged") from None
+    shards = sorted(glob.glob(os.path.join(glob.escape(path), "model.*.safetensors")))
+    if shards:
+        import safetensors
+
+        for shard in shards:
+            try:
+                with safetensors.safe_open(shard, framework="pt", device="cpu"):
+                    pass
+            except Exception as err:  # SafetensorError (a truncated file, a bad header), OSError
+                reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+                raise OptionError(f"-model_path {path}: {os.path.basename(shard)} is truncated or damaged "
+                                  f"({reason})") from None

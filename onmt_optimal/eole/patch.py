@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 
 from onmt_optimal.import_hook import mark, ours
@@ -200,6 +201,10 @@ def _built(stock_build, cls, args):
     path = getattr(args, "config", None)
     if path is not None:
         yaml_guard.check("-config", path)
+    models = getattr(args, "model_path", None)  # (pydantic's "undefined" where the -config gives it)
+    for model in [models] if isinstance(models, str) else models if isinstance(models, (list, tuple)) else []:
+        if isinstance(model, str) and os.path.isdir(model):
+            options.check_model_files(model)  # eole reads its config.json here: a damaged one, in one line
     try:
         return stock_build(cls, args)
     except OSError as err:

@@ -16,19 +16,34 @@ from onmt_optimal.adapter.decoding import RuleDecoding
 from onmt_optimal.options import OptionError
 
 
+def parse(predict_args: list[str], writes=()):
+    """``eole predict``'s checked config of ``predict_args`` (``-src`` and ``-output`` the null device where not
+    given), before any model loads; ``writes``: ``(flag, path)`` pairs of files the caller will write, refused
+    where they are files the run reads (``files.check``: the config's files, every file of a model directory)."""
+    patch.apply_cli()
+    from eole.bin.run.predict import Predict
+
+    from onmt_optimal.eole import files
+
+    parser = _RefusingParser(prog="eole predict")
+    Predict.add_args(parser)
+    args = list(predict_args)
+    if not any(a in args for a in ("-src", "--src")) and not _config_has(args, "src"):
+        args += ["-src", os.devnull]
+    args += ["-output", os.devnull]
+    parsed = parser.parse_args(args)
+    config = Predict.build_config(parsed)
+    if writes:
+        files.check(config, getattr(parsed, "config", None), list(writes))
+    return config
+
+
 class EoleSession(RuleDecoding):
-    def __init__(self, predict_args: list[str]):
-        patch.apply_cli()
-        from eole.bin.run.predict import Predict
+    def __init__(self, predict_args: list[str], writes=()):
+        """The model of ``predict_args`` loaded, once they are checked (``parse``, with ``writes``)."""
         from eole.inference_engine import InferenceEnginePY
 
-        parser = _RefusingParser(prog="eole predict")
-        Predict.add_args(parser)
-        args = list(predict_args)
-        if not any(a in args for a in ("-src", "--src")) and not _config_has(args, "src"):
-            args += ["-src", os.devnull]
-        args += ["-output", os.devnull]
-        self.config = Predict.build_config(parser.parse_args(args))
+        self.config = parse(predict_args, writes)
         self.engine = InferenceEnginePY(self.config)
         self.translator = self.engine.predictor
         self.vocabs = self.engine.vocabs
@@ -63,10 +78,18 @@ def _config_has(args: list[str], key: str) -> bool:
     """Whether a ``-config``/``--config``/``-c`` YAML among ``args`` sets ``key``."""
     import yaml
 
+    from onmt_optimal.adapter import yaml_guard
+
     for flag in ("-config", "--config", "-c"):
         if flag in args and args.index(flag) + 1 < len(args):
-            with open(args[args.index(flag) + 1]) as f:
-                return key in (yaml.safe_load(f) or {})
+            path = args[args.index(flag) + 1]
+            yaml_guard.check(flag, path)  # not UTF-8, too large, an alias bomb: one line
+            with open(path, encoding="utf-8") as f:
+                try:
+                    parsed = yaml.safe_load(f)
+                except yaml.YAMLError:
+                    return False  # the toolkit's parser says what is wrong
+            return isinstance(parsed, dict) and key in parsed
     return False
 
 

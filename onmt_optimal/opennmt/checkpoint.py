@@ -48,10 +48,15 @@ def quiet_load():
         yield
 
 
+#: what OpenNMT-py 3.5.1's ``dict_to_vocabs`` reads from a checkpoint's vocabularies
+VOCAB_KEYS = ("data_task", "src", "tgt")
+
+
 def checkpoint_problem(path) -> str | None:
     """Why ``path`` is not an OpenNMT-py checkpoint (one clause, ours, never torch's advice to load it with
-    ``weights_only=False``), or None when it has the shape of one: a dict whose ``model`` and ``vocab`` are
-    dicts and whose ``opt`` is the training options (an ``argparse.Namespace``)."""
+    ``weights_only=False``), or None when it has the shape of one: a dict whose ``model`` (weights, not none) and
+    ``vocab`` (with ``VOCAB_KEYS``) are dicts and whose ``opt`` is the training options (an
+    ``argparse.Namespace``)."""
     import torch
 
     try:
@@ -71,6 +76,11 @@ def checkpoint_problem(path) -> str | None:
         return f"its 'opt' entry is {what}, not the training options"
     if not isinstance(ckpt["model"], dict) or not isinstance(ckpt["vocab"], dict):
         return "its 'model' and 'vocab' entries are not dicts"
+    lacking = [key for key in VOCAB_KEYS if key not in ckpt["vocab"]]
+    if lacking:  # OpenNMT-py's dict_to_vocabs ended in a KeyError
+        return f"its 'vocab' entry lacks {', '.join(repr(key) for key in lacking)}"
+    if not ckpt["model"]:
+        return "its 'model' entry holds no weights"
     return None
 
 

@@ -26,7 +26,21 @@ def check_command(opt) -> None:
     from onmt_optimal.opennmt import run_files
 
     options.validate_sizes(opt)
+    check_ensemble(opt)
     options.check_run(opt, reads=run_files.reads(opt), writes=run_files.writes(opt))
+
+
+def check_ensemble(opt) -> None:
+    """OpenNMT-py 3.5.1's ensemble (several ``-model`` files) averages the models' attention into none a beam can
+    index: ``-replace_unk`` and ``-attn_debug`` ended in an IndexError traceback once the models had loaded."""
+    from onmt_optimal.options import OptionError
+
+    models = getattr(opt, "models", None)
+    if isinstance(models, list) and len(models) > 1:
+        for flag in ("replace_unk", "attn_debug"):
+            if getattr(opt, flag, False):
+                raise OptionError(f"-{flag} needs one model's attention: OpenNMT-py 3.5.1's ensemble of "
+                                  f"{len(models)} -model files has none a beam can use; give one -model")
 
 
 def validate_stock_sequence(opt) -> None:

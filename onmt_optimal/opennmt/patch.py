@@ -231,7 +231,8 @@ def _describe(err: Exception) -> str | None:
 
 def _one_line_errors(get_parser):
     """``onmt.bin.translate._get_parser`` whose parser reports a bad flag, YAML key or value in one line: stock
-    configargparse prints the whole usage (over 100 lines) before the one that says what is wrong; and refuses
+    configargparse prints the whole usage (over 100 lines) before the one that says what is wrong, and a
+    deprecated flag (``-int8``, ``-fp32``: its action raises ``ArgumentTypeError``) ended in a traceback; and refuses
     a ``-save_config`` (written by the parser, which then exits) that names a file the run reads."""
 
     @functools.wraps(get_parser)
@@ -255,9 +256,18 @@ def _one_line_errors(get_parser):
                 failures.fail(PROG, problem, 2)
             return stock_write(parsed_namespace, output_file_paths, *args, **kwargs)
 
+        stock_parse_known_args = made.parse_known_args
+
+        def parse_known_args(*args, **kwargs):
+            try:
+                return stock_parse_known_args(*args, **kwargs)
+            except argparse.ArgumentTypeError as err:  # a deprecated flag (-int8, -fp32): raised by its action
+                error(str(err))
+
         # OpenNMT-py's _get_parser builds the parser itself, with no way to choose its class: its methods are
         # replaced on this one object
         made.error = error
+        made.parse_known_args = parse_known_args
         _guard_config(made)
         made.write_config_file = write_config_file
         return made

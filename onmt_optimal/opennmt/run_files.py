@@ -33,12 +33,14 @@ def writes(opt) -> list[tuple[str, str]]:
 
 
 def save_config_problem(opt, paths) -> str | None:
-    """One line if a ``-save_config`` path (``paths``: configargparse's list) is a file the run reads, else None:
+    """One line if a ``-save_config`` path (``paths``: configargparse's list) cannot be written
+    (``options._check_writable``: a trailing slash, a missing directory) or is a file the run reads, else None:
     ``options._check_distinct``'s refusal, as a line (configargparse writes the file while it parses)."""
-    from onmt_optimal.options import OptionError, _check_distinct
+    from onmt_optimal.options import OptionError, _check_distinct, _check_writable
 
     for path in paths or ():
         try:
+            _check_writable("-save_config", str(path))  # (configargparse's own refusal was a traceback)
             _check_distinct(opt, reads=reads(opt), writes=(("-save_config", str(path)),))
         except OptionError as err:
             return str(err)

@@ -8,6 +8,7 @@ lengths are counted in the tokens the model sees.
 """
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -17,24 +18,41 @@ from onmt_optimal.opennmt.checkpoint import one_line_loads
 from onmt_optimal.options import OptionError
 
 
+def parse(translate_args: list[str], writes=(), validate: bool = True):
+    """``onmt_translate``'s parsed options of ``translate_args`` (``-src`` and ``-output`` the null device where
+    not given), validated as the command validates them (``validate``), before any model loads; ``writes``:
+    ``(flag, path)`` pairs of files the caller will write, refused where they are files the run reads
+    (``run_files.reads``: wherever they were given, on the command line or in its ``-config``)."""
+    patch.apply()
+    from onmt.opts import translate_opts
+
+    from onmt_optimal.options import _check_distinct
+    from onmt_optimal.opennmt import run_files
+    from onmt_optimal.opennmt.options import validate_parsed
+
+    parser = _refusing_parser("onmt-optimal session")
+    patch._guard_config(parser)
+    translate_opts(parser)
+    args = list(translate_args)
+    if "-src" not in args and "--src" not in args:
+        args += ["-src", os.devnull]
+    if "-output" not in args and "--output" not in args:
+        args += ["-output", os.devnull]
+    opt = parser.parse_args(args)
+    if writes:
+        _check_distinct(opt, reads=run_files.reads(opt), writes=list(writes))
+    if validate:
+        validate_parsed(opt)
+    return opt
+
+
 class Session(RuleDecoding):
-    def __init__(self, translate_args: list[str]):
-        patch.apply()
+    def __init__(self, translate_args: list[str], writes=()):
+        """The model of ``translate_args`` loaded, once they are checked (``parse``, with ``writes``)."""
         from onmt.inference_engine import InferenceEnginePY
-        from onmt.opts import translate_opts
         from onmt.transforms import TransformPipe, make_transforms
 
-        from onmt_optimal.opennmt.options import validate_parsed
-
-        parser = _refusing_parser("onmt-optimal session")
-        translate_opts(parser)
-        args = list(translate_args)
-        if "-src" not in args and "--src" not in args:
-            args += ["-src", os.devnull]
-        if "-output" not in args and "--output" not in args:
-            args += ["-output", os.devnull]
-        opt = parser.parse_args(args)
-        validate_parsed(opt)
+        opt = parse(translate_args, writes)
         self.opt = opt
         with one_line_loads():
             self.engine = InferenceEnginePY(opt)
@@ -84,5 +102,11 @@ def _refusing_parser(description: str):
     class RefusingParser(ArgumentParser):
         def error(self, message):
             raise OptionError(" ".join(str(message).split()))
+
+        def parse_known_args(self, *args, **kwargs):
+            try:
+                return super().parse_known_args(*args, **kwargs)
+            except argparse.ArgumentTypeError as err:  # a deprecated flag (-int8, -fp32): raised by its action
+                raise OptionError(str(err)) from None
 
     return RefusingParser(description=description)

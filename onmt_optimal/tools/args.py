@@ -2,7 +2,7 @@
 loads: each bad value is one ``OptionError`` line (exit status 2 under ``failures.run``), never a traceback after
 the model has loaded, a value silently dropped, or an earlier ``--out`` replaced by a file of no rows.
 
-Values: ``--beams`` (sizes and ranges ``LO-HI``, each size at least 1, no size twice), ``--rewards`` (finite
+Values: ``--beams`` (sizes and ranges ``LO-HI``, each size at least 1, no size twice, at most ``MAX_BEAMS``), ``--rewards`` (finite
 numbers >= 0 that keep float32 scores finite: ``search.limits``), ``--ratio`` (finite, > 0: ``search.limits``),
 ``--ray-workers`` and ``--ray-gpus-per-worker`` (>= 0). Files: ``--out`` is never a file the run reads
 (``--src``, a ``--refs`` file, or a file named among the translate options: the model, its config), through
@@ -19,9 +19,16 @@ from onmt_optimal.search import limits
 BEAMS_FORM = "sizes and ranges LO-HI, e.g. 1-20 or 1,5,10"
 
 
+#: the most beam sizes one sweep takes (each is at least one decode of the whole --src)
+MAX_BEAMS = 1000
+
+
 def parse_beams(spec: str, flag: str = "--beams") -> list[int]:
-    """The beam sizes of ``spec`` (``1-20``, ``1,5,10``, ``1-3,8``), in order; ``OptionError`` for anything else."""
+    """The beam sizes of ``spec`` (``1-20``, ``1,5,10``, ``1-3,8``), in order, at most ``MAX_BEAMS`` of them;
+    ``OptionError`` for anything else. The ranges are counted before any is spelled out (``1-100000000`` is
+    refused at once)."""
     beams: list[int] = []
+    seen: set[int] = set()
     for part in str(spec).split(","):
         lo, dash, hi = part.strip().partition("-")
         try:
@@ -34,9 +41,13 @@ def parse_beams(spec: str, flag: str = "--beams") -> list[int]:
             raise OptionError(f"{flag} {spec}: a beam holds at least 1 item (got {first})")
         if last < first:
             raise OptionError(f"{flag} {spec}: the range {part.strip()} is empty (write LO-HI with LO <= HI)")
+        if len(beams) + last - first + 1 > MAX_BEAMS:
+            raise OptionError(f"{flag} {spec} names more than {MAX_BEAMS} beam sizes (the sweep decodes --src once "
+                              f"for each): sweep fewer")
         for beam in range(first, last + 1):
-            if beam in beams:
+            if beam in seen:
                 raise OptionError(f"{flag} {spec} names beam size {beam} twice")
+            seen.add(beam)
             beams.append(beam)
     return beams
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from onmt_optimal.option_table import VLLM
 from onmt_optimal.options import Flags, OptionError, check_search
+from onmt_optimal.search import limits
 from onmt_optimal.search.scoring import BoundedWordReward, ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
 from onmt_optimal.vllm.scoring import VLLMLengthPenalty
@@ -46,7 +47,8 @@ def search(llm, params, stopping="optimal", length_reward=0.0, length_ratio=None
     if not isinstance(params, BeamSearchParams):
         raise TypeError(f"params must be a vllm.sampling_params.BeamSearchParams, got {type(params).__name__}")
     return rules(flags(stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
-                       bp_norm=bp_norm), params, getattr(llm.model_config, "logprobs_mode", "raw_logprobs"))
+                       bp_norm=bp_norm), params, getattr(llm.model_config, "logprobs_mode", "raw_logprobs"),
+                 getattr(llm.model_config, "max_model_len", None))
 
 
 def flags(**values) -> Flags:
@@ -58,12 +60,16 @@ def flags(**values) -> Flags:
     return checked
 
 
-def rules(flags: Flags, params, logprobs_mode: str) -> Search:
+def rules(flags: Flags, params, logprobs_mode: str, max_model_len: int | None = None) -> Search:
     """The (checked) ``flags``' rules on a decode of ``params`` (``BeamSearchParams``) by an engine whose logprobs
-    are ``logprobs_mode``'s (``options.Flags.rules``), or one ``ValueError`` line for vLLM's settings that the
-    search cannot take."""
+    are ``logprobs_mode``'s and whose sequences (prompt and output) hold at most ``max_model_len`` tokens
+    (``options.Flags.rules``), or one ``ValueError`` line for vLLM's settings that the search cannot take, the
+    reward checked against ``max_tokens`` and ``length_penalty`` as every toolkit's exponent."""
     if params.max_tokens < 1:
         raise ValueError(f"params.max_tokens must be at least 1, got {params.max_tokens}")
+    T = params.max_tokens  # |y|; the divisor's length is the prompt's and the output's: the model's limit
+    check_search(flags, VLLM, T, [limits.exponent_error("params.length_penalty", params.length_penalty, "avg",
+                                                        max_model_len or T)])
     if params.structured_outputs is not None:
         raise ValueError("optimal_beam_search does not take structured_outputs: a grammar ends hypotheses "
                          "without an end token, which no bound here covers")

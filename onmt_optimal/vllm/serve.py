@@ -136,9 +136,10 @@ def _beam_search(self, prompt, request_id, params, lora_request=None, trace_head
         return _beam_search.stock(self, prompt, request_id, params, lora_request, trace_headers, session_id)
     from onmt_optimal.vllm import online, options
 
-    mode = getattr(getattr(self, "model_config", None), "logprobs_mode", "raw_logprobs")
+    config = getattr(self, "model_config", None)
+    mode = getattr(config, "logprobs_mode", "raw_logprobs")
     try:
-        search = options.rules(options.flags(**values), params, mode)
+        search = options.rules(options.flags(**values), params, mode, getattr(config, "max_model_len", None))
     except (TypeError, ValueError) as bad:
         raise Refused(f"vllm_xargs: {bad}") from None
     answered: list = []

@@ -44,3 +44,32 @@ def test_the_largest_reward_gives_finite_scores():
                          length_reward=1e33, return_dict_in_generate=True)
     assert torch.isfinite(out.sequences_scores).all()
     assert all(math.isfinite(stats["score"]) for stats in out.search_stats)
+
+
+OTHER_SEARCHES = [
+    (dict(force_words_ids=[[3]]), "force_words_ids=[[3]]"),
+    (dict(num_beam_groups=3, diversity_penalty=0.5), "num_beam_groups=3"),
+    (dict(diversity_penalty=0.5), "diversity_penalty=0.5"),
+]
+
+
+@pytest.mark.parametrize("kwargs,message", OTHER_SEARCHES, ids=[repr(k) for k, _ in OTHER_SEARCHES])
+def test_the_settings_of_another_search_are_one_line(kwargs, message):
+    """Before: constrained and group beam search's settings were ignored by the loop, silently (transformers' own
+    generate runs those searches or refuses them)."""
+    model = fixed_lm(0)
+    with pytest.raises(ValueError) as error:
+        model.generate(**prompts(EXAMPLES), num_beams=3, max_new_tokens=4, custom_generate=optimal_beam_search,
+                       **kwargs)
+    assert message in str(error.value) and "another search" in str(error.value), str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_an_input_of_padding_only_is_one_line():
+    """Before: a row whose attention mask is all zeros decoded to max_length on padding."""
+    model = fixed_lm(0)
+    inputs = prompts(EXAMPLES)
+    inputs["attention_mask"][1] = 0
+    with pytest.raises(ValueError) as error:
+        model.generate(**inputs, num_beams=3, max_new_tokens=4, custom_generate=optimal_beam_search)
+    assert "input 1 of the batch" in str(error.value) and "all padding" in str(error.value), str(error.value)

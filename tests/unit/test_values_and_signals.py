@@ -8,12 +8,13 @@ import math
 import os
 import signal
 import sys
+import time
 
 import pytest
 import torch
 import yaml
 
-from onmt_optimal import failures, import_hook
+from onmt_optimal import failures, import_hook, options
 from onmt_optimal.tools import args as tool_args
 from onmt_optimal.adapter import yaml_guard
 from onmt_optimal.options import OptionError
@@ -62,8 +63,9 @@ def test_the_largest_exponent_keeps_the_penalty_and_its_inverse_finite(kind, T):
     assert limits.exponent_error("-alpha", -alpha * 1.01, kind, T) is not None
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, 0.0, -1.0, 1e38])
+@pytest.mark.parametrize("value", [math.nan, math.inf, 0.0, -1.0, 1e38, 1e-300, 1e-39])
 def test_a_ratio_that_breaks_float32_lengths_is_refused(value):
+    """(1e-300, 1e-39 before: accepted, l = 0)"""
     assert limits.ratio_error("-length_ratio", value) is not None
 
 
@@ -78,8 +80,11 @@ def test_beams_parse(spec, beams):
     assert tool_args.parse_beams(spec) == beams
 
 
-@pytest.mark.parametrize("spec", ["5-1", "0", "abc", "1,1", "", "1-", "-3", "2-x"])
+@pytest.mark.parametrize("spec", ["5-1", "0", "abc", "1,1", "", "1-", "-3", "2-x", "1-1001", "1-100000000",
+                                  "1-500,600-1100"])
 def test_bad_beams_are_one_option_error_line(spec):
+    """(1-1001 before: accepted, 1001 decodes of --src; 1-100000000: over ten minutes of a quadratic membership
+    test before any other check)"""
     with pytest.raises(OptionError) as err:
         tool_args.parse_beams(spec)
     assert "\n" not in str(err.value) and err.value.status == 2
@@ -131,6 +136,28 @@ def test_an_alias_bomb_is_counted_without_expanding_it(tmp_path):
     with pytest.raises(OptionError) as err:
         yaml_guard.check("-config", str(config))
     assert "aliases expand" in str(err.value) and len(str(err.value)) < 300
+
+
+@pytest.mark.parametrize("head", [b"\xff\xfe", b"PK\x03\x04\x80"])
+def test_a_config_that_is_not_utf8_text_is_one_line(tmp_path, head):
+    """Before: a UnicodeDecodeError traceback (a UTF-16 file, a model file given as -config)."""
+    config = tmp_path / "c.yaml"
+    config.write_bytes(head + b"model: m.pt\n")
+    with pytest.raises(OptionError) as err:
+        yaml_guard.check("-config", str(config))
+    assert "is not a YAML config" in str(err.value) and "not UTF-8" in str(err.value), err.value
+
+
+@pytest.mark.parametrize("path,says", [("keep.txt/", "ends with '/'"), ("new/", "ends with '/'"),
+                                       ("", "is empty")])
+def test_a_written_path_that_names_no_file_is_refused(tmp_path, monkeypatch, path, says):
+    """Before: -output keep.txt/ replaced keep.txt, -output new/ made a file named new (the rename onto the
+    target drops the slash), -output "" was refused only after the whole decode."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "keep.txt").write_text("keep\n")
+    with pytest.raises(OptionError) as err:
+        options._check_writable("-output", path)
+    assert says in str(err.value), err.value
 
 
 def test_a_config_with_a_few_aliases_passes(tmp_path):
@@ -205,3 +232,26 @@ def test_the_one_line_ctrl_c_hook_passes_other_exceptions_on(monkeypatch, capsys
     sys.excepthook(ValueError, ValueError("x"), None)
     assert capsys.readouterr().err == "onmt_translate: error: interrupted (Ctrl-C)\n"
     assert seen == [ValueError]
+
+
+def test_a_ctrl_c_that_an_import_swallowed_still_ends_the_command(capsys):
+    """Before: torch, importing, caught the KeyboardInterrupt of a Ctrl-C (2 runs in 16) and the command decoded
+    on. The command's handler remembers the signal; the run raises it again before it starts."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        import_hook._remember_interrupts()
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            pass  # what torch's import did
+        with pytest.raises(SystemExit) as done:
+            failures.run("prog", lambda: print("decoded"))
+    finally:
+        signal.signal(signal.SIGINT, before)
+        import_hook._INTERRUPTS.clear()
+    assert done.value.code == 130
+    captured = capsys.readouterr()
+    assert "decoded" not in captured.out and captured.err.startswith("prog: error: interrupted"), captured
+    assert failures.run("prog", lambda: "ran") == "ran"  # asked once: a later run is not interrupted

@@ -106,6 +106,21 @@ def test_bad_arguments_are_one_line(llm, prompts, kwargs, error, words):
     assert words in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("lp, kwargs, words", [
+    (float("nan"), {}, "params.length_penalty must be a finite number"),
+    (float("inf"), {}, "params.length_penalty must be a finite number"),
+    (1e6, {}, "params.length_penalty must be between"),
+    (0.0, dict(length_reward=1e308), "length_reward 1e+308 is too large"),
+])
+def test_values_that_broke_vllm_scores_are_one_line(llm, prompts, lp, kwargs, words):
+    """Before: NaN scores (length_penalty NaN or inf), an infinite score (length_reward 1e308), an OverflowError
+    from vLLM's sort key (length_penalty 1e6)."""
+    params = BeamSearchParams(beam_width=BEAM, max_tokens=MAX_TOKENS, length_penalty=lp)
+    with pytest.raises(ValueError) as caught:
+        optimal_beam_search(llm, prompts, params, **kwargs)
+    assert words in str(caught.value) and "\n" not in str(caught.value), str(caught.value)
+
+
 def test_bad_objects_and_refused_settings(llm, prompts):
     params = BeamSearchParams(beam_width=BEAM, max_tokens=MAX_TOKENS)
     with pytest.raises(TypeError, match="takes a vllm.LLM first"):
