@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, make_dataclass
 from onmt_optimal.failures import Fault
 from onmt_optimal.option_table import BY_NAME, EOLE, OPENNMT, TABLE, Placeholder, spell
 from onmt_optimal.search import limits, registry
-from onmt_optimal.search.beam import AUTO
+from onmt_optimal.search.transfer import AUTO
 from onmt_optimal.search.scoring import ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
 

@@ -46,8 +46,6 @@ class PartTimer:
     def __init__(self, sync, decoder, clock=time.perf_counter):
         from onmt.translate.beam_search import BeamSearchBase
 
-        from onmt_optimal.search.beam import Beam
-
         self.seconds = dict.fromkeys(self.PARTS, 0.0)
         self.sync = sync
         self.clock = clock
@@ -56,7 +54,7 @@ class PartTimer:
 
         # ours: advance and update_finished live in adapter.beam_search.LineageBeamSearch, the toolkit step in
         # the toolkit's adapter
-        for cls in (BeamSearchBase, LineageBeamSearch, CertifiedBeamSearch, Beam):
+        for cls in (BeamSearchBase, LineageBeamSearch, CertifiedBeamSearch):
             for name, part in (("_pick", "select"), ("pick", "select"), ("advance", "step"),
                                ("update_finished", "finish")):
                 if name in cls.__dict__:  # a later PartTimer (next model) replaces the earlier one's wrapper

@@ -34,7 +34,8 @@ def pack(rules: Rules, state: State, facts: torch.Tensor) -> torch.Tensor:
     kept = state.kept
     log_probs = [] if kept.log_prob is None else [kept.log_prob]
     if state.stop_step is None:  # one rule stops at this step: why depends on the live items
-        stop_columns = [state.n_completed, step.codes(rules, state.at_max, state.live)]
+        stop_columns = [state.completions.sum(dim=1, keepdim=True),  # (``State.n_completed``)
+                        step.codes(rules, state.at_max, state.live)]
     else:  # per rule: step, code, completed
         B = state.stop_step.shape[0]
         stop_columns = [torch.stack([state.stop_step, state.stop_code, state.stop_completed], dim=2).view(B, -1)]

@@ -14,7 +14,8 @@ At every call and return of a Python function the trace notes the innermost fram
 the package (its file, relative to the package); *files per step* counts the distinct files a step notes,
 *changes of file* how often the noted file differs from the one noted before it within the step. Both are
 averaged over the steps. ``--path`` also prints the files of the step with the most changes, each with the
-functions entered in it, in the order the step reaches them.
+functions entered in it, in the order the step reaches them, for the most common path of a step and
+for the longest one.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,10 +92,12 @@ class Tracer:
     def figures(self) -> dict:
         files = [len({rel for rel, _ in step}) for step in self.steps]
         changes = [_changes(step) for step in self.steps]
-        worst = max(range(len(self.steps)), key=lambda i: changes[i]) if self.steps else None
+        paths = [_path(step) for step in self.steps]
+        kinds = Counter(json.dumps(path) for path in paths)
         return {"steps": len(self.steps), "files": sum(files) / max(len(files), 1),
-                "changes": sum(changes) / max(len(changes), 1),
-                "path": [] if worst is None else _path(self.steps[worst])}
+                "changes": sum(changes) / max(len(changes), 1), "most": max(changes, default=0),
+                "path": json.loads(kinds.most_common(1)[0][0]) if kinds else [],
+                "longest": max(paths, key=len) if paths else []}
 
 
 def _changes(step: list) -> int:
@@ -190,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=str(Path(tempfile.gettempdir()) / "onmt-optimal-trace-models"),
                         help="where the toy models are trained and kept")
     parser.add_argument("--eole-python", default=str(ROOT / ".venv-eole" / "bin" / "python"))
-    parser.add_argument("--path", action="store_true", help="print the path of the step with the most changes")
+    parser.add_argument("--path", action="store_true", help="print the most common and the longest path of a step")
     parser.add_argument("--child", nargs=4, metavar=("TOOLKIT", "MODEL", "SRC", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -217,10 +221,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         figures = json.loads(out.read_text())
         print(f"{toolkit}: {figures['steps']} steps, {figures['files']:.1f} files per step, "
-              f"{figures['changes']:.1f} changes of file per step")
+              f"{figures['changes']:.1f} changes of file per step (at most {figures['most']})")
         if args.path:
-            for rel, functions in figures["path"]:
-                print(f"    {rel}: {', '.join(functions)}")
+            for name in ("path", "longest"):
+                print(f"  the {'most common' if name == 'path' else 'longest'} path:")
+                for rel, functions in figures[name]:
+                    print(f"    {rel}: {', '.join(functions)}")
     return 0
 
 
