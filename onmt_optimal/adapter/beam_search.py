@@ -12,7 +12,7 @@ step up to the beam's choice, statement for statement: the hook ``_expand`` (abs
 Follow example ``b`` of a batch. Its beam holds ``beam`` items, rows ``b * beam .. b * beam + beam - 1`` of every
 ``(B * beam, ...)`` tensor. At step ``t`` (tokens generated so far, this step's included):
 
-1. **Pick** (``_expand``, ``pick``): the toolkit scores every expansion, ``(B * beam, V)``, with its own options
+1. **Pick** (``_expand``, ``search.top_k.pick``): the toolkit scores every expansion, ``(B * beam, V)``, with its own options
    applied (length penalty, blocked n-grams, minimum length, forced prefix); the ``beam`` best expansions of
    ``b`` are its new items (the paper's Section 2: ``B_t = top_b{ y . w }``), each with its parent row and its
    token. ``top_k`` is exact (a stable sort's first ``beam``). Their scores, tokens, blocked n-grams, attention
@@ -101,29 +101,15 @@ class LineageBeamSearch(metaclass=ABCMeta):
         #: a kept score rounded to half precision could round up past a bound it is compared with
         self.core = State.start(self.plan, first.expand(B, beam), self.max_length, self.pad,
                                 wide(self.topk_log_probs.dtype), device, self.shrinks)
-        #: (B, 1) the first beam row of each example, made where ``pick`` runs; (V as a 0-d tensor, V)
-        self._offsets = self._vocab = None
+        #: ``top_k.pick``'s constants: (B, 1) the first beam row of each example, made where it runs, and V
+        self.picks = {}
         self.memo = {}  # the rules' per-batch constants (``StepView.once``)
 
     # ------------------------------------------------------------------ one step
     @abstractmethod
     def _expand(self, log_probs: torch.Tensor, attn: torch.Tensor | None):
-        """The toolkit's step up to the beam's choice (``contract.Hooks._expand``): ``(cumulative,
-        length_penalty, ends)``."""
-
-    def pick(self, scores: torch.Tensor):
-        """The ``beam`` best expansions of each example: ``(values, tokens, parents)``, ``(B, beam)`` each;
-        ``parents`` are rows of the ``(B * beam, ...)`` tensors. ``scores``: ``(B * beam, V)``."""
-        V = scores.shape[1]
-        B = scores.shape[0] // self.beam_size
-        if self._vocab is None or self._vocab[1] != V:
-            self._vocab = (torch.tensor(V, device=scores.device), V)
-        if self._offsets is None:
-            self._offsets = torch.arange(0, B * self.beam_size, self.beam_size, device=scores.device).unsqueeze(1)
-        elif self._offsets.shape[0] != B:  # examples left: the first beam row of each example
-            self._offsets = self._offsets[:B]
-        values, ids = self._top_k(scores.view(B, self.beam_size * V), self.beam_size)
-        return values, ids.remainder(self._vocab[0]), ids.div(self._vocab[0], rounding_mode="floor") + self._offsets
+        """The toolkit's step up to the beam's choice (``top_k.pick`` with ``self._top_k`` and ``self.picks``;
+        ``contract.Hooks._expand``): ``(cumulative, length_penalty, ends)``."""
 
     def advance(self, log_probs, attn):
         t = len(self)  # tokens generated, this step's included (the items grow in ``_follow_picks``)
@@ -162,7 +148,7 @@ class LineageBeamSearch(metaclass=ABCMeta):
 
     def _follow_picks(self, cumulative, attn, t: int, length_penalty):
         """The end of both toolkits' step, the same statements in OpenNMT-py 3.5.1 and eole 0.6.4 (but for the
-        product with a length penalty of 1, skipped): once ``pick`` has chosen the items, their scores,
+        product with a length penalty of 1, skipped): once ``top_k.pick`` has chosen the items, their scores,
         tokens, blocked n-grams, attention and coverage follow them. ``cumulative`` (B * beam, V): every
         candidate's sum of log-probabilities. Returns the chosen items' sums (B, beam) under a length penalty,
         else None."""

@@ -184,7 +184,7 @@ class Hooks(Protocol):
     """The hooks a toolkit's adapter gives ``LineageBeamSearch`` (its own step, statement for statement)."""
 
     def _expand(self, log_probs: torch.Tensor, attn: Optional[torch.Tensor]) -> tuple:
-        """the toolkit's ``advance`` up to the beam's choice (``LineageBeamSearch.pick``): ``log_probs``
+        """the toolkit's ``advance`` up to the beam's choice (``search.top_k.pick``): ``log_probs``
         (B * beam, V), ``attn`` (B * beam, 1, S) or None; returns ``(cumulative, length_penalty, ends)``: every
         candidate's sum of log-probabilities (B * beam, V), the step's length penalty, and (B, beam) bool the
         chosen items whose token ends a hypothesis"""

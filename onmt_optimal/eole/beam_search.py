@@ -27,7 +27,7 @@ from eole.predict.beam_search import BeamSearch, BeamSearchLM
 
 from onmt_optimal.adapter import contract
 from onmt_optimal.adapter.beam_search import LineageBeamSearch
-from onmt_optimal.search.top_k import TopK, top_k
+from onmt_optimal.search.top_k import TopK, pick, top_k
 from onmt_optimal.search.transfer import AUTO
 
 
@@ -82,7 +82,8 @@ class _EoleStep(LineageBeamSearch):
         curr_scores = cumulative / length_penalty if length_penalty != 1 else cumulative
         self.block_ngram_repeats(curr_scores)
         curr_scores = self.target_prefixing(curr_scores)
-        self.topk_scores, self.topk_ids, self._batch_index = self.pick(curr_scores)
+        self.topk_scores, self.topk_ids, self._batch_index = pick(curr_scores, self.beam_size, self._top_k,
+                                                                        self.picks)
         if self.parallel_gpu > 1:
             for tensor in (self.topk_scores, self.topk_ids, self._batch_index):
                 broadcast_from_rank_zero(tensor, self.parallel_gpu)

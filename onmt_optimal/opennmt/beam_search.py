@@ -31,7 +31,7 @@ from onmt.translate.beam_search import BeamSearch
 
 from onmt_optimal.adapter import contract
 from onmt_optimal.adapter.beam_search import LineageBeamSearch
-from onmt_optimal.search.top_k import TopK, top_k
+from onmt_optimal.search.top_k import TopK, pick, top_k
 from onmt_optimal.search.transfer import AUTO
 
 
@@ -75,5 +75,6 @@ class CertifiedBeamSearch(LineageBeamSearch, BeamSearch):
         curr_scores = log_probs / length_penalty if length_penalty != 1 else log_probs
         self.block_ngram_repeats(curr_scores)
         curr_scores = self.target_prefixing(curr_scores)
-        self.topk_scores, self.topk_ids, self._batch_index = self.pick(curr_scores)
+        self.topk_scores, self.topk_ids, self._batch_index = pick(curr_scores, self.beam_size, self._top_k,
+                                                                        self.picks)
         return log_probs, length_penalty, self.topk_ids.eq(self.eos)  # log_probs now holds the sums
