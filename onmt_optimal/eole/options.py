@@ -17,7 +17,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from onmt_optimal.option_table import EOLE, taken_by
-from onmt_optimal.options import Flags, OptionError, Options, option_warnings, validate as _validate, validate_sizes
+from onmt_optimal.options import (Flags, OptionError, Options, Settings, option_warnings, validate as _validate,
+                                  validate_sizes)
 
 __all__ = ["FIELDS", "OptionError", "Options", "config_class", "option_warnings", "validate"]
 
@@ -59,11 +60,12 @@ def validate(config) -> None:
     validate_sizes(config, max_length_zero=not flags.active)
     _check_model_paths(config)
     _validate(config, toolkit=EOLE)
-    sampling = getattr(config, "top_k", 0) != 0 or getattr(config, "top_p", 0.0) != 0
+    own = Settings.read(config)
+    sampling = own.top_k != 0 or own.top_p != 0
     if sampling and (flags.stopping != "default" or flags.length_reward > 0 or flags.bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
                           "(-top_k/-top_p)")
-    if flags.active and getattr(config, "self_speculative_decoding", False):
+    if flags.active and own.self_speculative_decoding:
         raise OptionError("onmt-optimal's options decode with beam search: drop -self_speculative_decoding")
 
 
@@ -72,7 +74,7 @@ def _check_model_paths(config) -> None:
     ``is_hf_model_id``: relative, with a slash, not on this disk): eole says so only after a ValueError traceback."""
     import os
 
-    paths = getattr(config, "model_path", None)
+    paths = Settings.read(config).model_path
     for path in ([paths] if isinstance(paths, str) else paths or []):
         from eole.models.hf_resolver import is_hf_model_id
 
