@@ -15,8 +15,8 @@ import torch
 from onmt_optimal.search import step
 from onmt_optimal.search.constants import NEG_INF
 from onmt_optimal.search.record import Record
-from onmt_optimal.search.state import Rules, State, reason
-from onmt_optimal.search.stopping import StopReason
+from onmt_optimal.search.state import CODES, OWN, Rules, State
+from onmt_optimal.search.stopping import StoppingRule, StopReason
 
 
 def facts(rules: list, src_len: torch.Tensor) -> tuple[torch.Tensor, list[bool]]:
@@ -83,6 +83,11 @@ def records(rules: Rules, packed: list[list[float]], batch_rows: list[int], item
                                    int(src_len), completed))
         out.append(per_rule)
     return out
+
+
+def reason(code: float, stop: StoppingRule) -> str:
+    """The reason of a row's stop ``code`` (``state.CODES``, ``state.OWN``) for rule ``stop``."""
+    return stop.reason if code == OWN else next(why for why, c in CODES.items() if c == code)
 
 
 def answer(hyps: list[tuple], n_kept: int, K: int, eos: int, steps: int, why: StopReason, target: float | None,

@@ -206,18 +206,19 @@ def test_a_shrinking_beam_stops_when_no_item_is_live(case, wide):
 
 
 def test_stop_reasons_cross_as_codes_and_serialize_as_their_names():
-    """``state.CODES``/``reason``: each reason the search gives comes back from its float32 code, a rule's own
+    """``state.CODES``/``answers.reason``: each reason the search gives comes back from its float32 code, a rule's own
     code gives the rule's reason, every rule's reason is a ``StopReason``, and a ``StopReason`` is its name in
     JSON and text."""
     import json
 
     from onmt_optimal.search import state as stops
+    from onmt_optimal.search.answers import reason
     from onmt_optimal.search.stopping import StopReason
 
     rule = STOPPING_RULES["optimal"]()
     for why, code in stops.CODES.items():
-        assert stops.reason(float(torch.tensor(code)), rule) is why
-    assert stops.reason(stops.OWN, rule) is StopReason.CERTIFICATE
+        assert reason(float(torch.tensor(code)), rule) is why
+    assert reason(stops.OWN, rule) is StopReason.CERTIFICATE
     assert len(set(stops.CODES.values()) | {stops.OWN, 0.0}) == len(stops.CODES) + 2
     assert all(isinstance(cls.reason, StopReason) for cls in STOPPING_RULES.values())
     assert json.dumps({"stop_reason": StopReason.MAX_LENGTH}) == '{"stop_reason": "max_length"}'
