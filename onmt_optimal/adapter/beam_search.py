@@ -90,9 +90,10 @@ class LineageBeamSearch(metaclass=ABCMeta):
         #: where the batch's bookkeeping lives (``transfer.Local`` or ``transfer.Host``)
         self.place = transfer.place(self._host, self.free_reads, src_len.device, self.alive_seq, beam)
         device = self.place.device
+        #: (B,) float |x|, where the bookkeeping lives (after examples left: a view of ``facts``)
+        self.source_length = src_len.to(device=device, dtype=torch.float)
         #: (B, 1 + R) what is known of each example from the start: |x| and each rule's target length l
-        self.facts, self.targeted = answers.facts(self.rules, src_len.to(device=device, dtype=torch.float))
-        self.source_length = self.facts[:, 0]
+        self.facts, self.targeted = answers.facts(self.rules, self.source_length)
         #: constants made once per device (each tensor made here is an operation per batch: at batch 1, per line)
         self._slots, first = _constants(beam, device)
         self.plan = Rules.of(self.rules, self.n_best, first, device)
