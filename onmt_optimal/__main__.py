@@ -19,6 +19,8 @@ import json
 import sys
 from pathlib import Path
 
+from onmt_optimal.option_table import BY_NAME, RAY, SWEEP, taken_by
+
 
 def translate(argv: list[str]) -> None:
     from onmt_optimal.opennmt import patch
@@ -89,19 +91,23 @@ def sweep(argv: list[str]) -> None:
     parser.add_argument("--refs", nargs="+", required=True)
     parser.add_argument("--beams", default="1-20", help="e.g. 1-20 or 1,5,10")
     parser.add_argument("--rewards", default="0,0.5,1,1.1,1.2,1.3,1.4,1.5")
-    parser.add_argument("--ratio", type=float, default=None, help="rho (default: estimated on --src/--refs)")
+    _table_argument(parser, BY_NAME["length_ratio"])
     parser.add_argument("--out", required=True, help="JSON file")
     parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
-    parser.add_argument("--ray-workers", type=int, default=0, metavar="N",
-                        help="spread the decodes over N Ray actors (pip install ray==2.60.0); same JSON rows")
-    parser.add_argument("--ray-address", default=None, help="join this Ray cluster instead of starting a local one")
-    parser.add_argument("--ray-gpus-per-worker", type=float, default=0.0, metavar="G",
-                        help="GPUs each actor reserves; it then decodes on the one Ray gives it")
+    for option in taken_by(SWEEP, RAY):
+        _table_argument(parser, option)
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     from onmt_optimal import failures
 
     failures.run(f"{PROG} sweep", lambda: _sweep_ray(args) if args.ray_workers else _sweep(args))
+
+
+def _table_argument(parser, option) -> None:
+    """``option`` (``option_table``) as the sweep's ``--name`` argument."""
+    parser.add_argument(f"--{option.name_for(SWEEP).replace('_', '-')}", type=option.type,
+                        default=option.default_for(SWEEP), metavar=option.metavar_for(SWEEP),
+                        help=option.help_for(SWEEP))
 
 
 def _sweep_args(args) -> tuple[list[int], list[float], list[str], list[list[str]]]:

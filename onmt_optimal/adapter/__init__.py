@@ -3,11 +3,10 @@
 Both toolkits descend from one code base: their ``BeamSearch`` keeps the same state and runs the same
 decode-loop protocol, and their translators batch, sort and report alike. So one step serves both:
 
-* ``certifier``    the toolkit-free half of a step: ``StepIn`` (the chosen items) in, ``Verdict`` (who is done)
-                   out, then a ``Departure`` (who leaves, with which answers) over the search core;
-* ``beam_search``  the toolkit's half, ``LineageBeamSearch``: the decode-loop protocol (``advance``,
-                   ``update_finished``) around the toolkit's own step, which each adapter copies statement for
-                   statement (``opennmt/beam_search.py``, ``eole/beam_search.py``);
+* ``beam_search``  ``LineageBeamSearch``: the decode-loop protocol (``advance``, ``update_finished``) and OpenNMT's
+                   lineage of beam (pick, which items are real, who leaves) around the toolkit's own step, which
+                   each adapter copies statement for statement (``opennmt/beam_search.py``,
+                   ``eole/beam_search.py``), over the search core's ``step.step``;
 * ``contract``     what the adapter uses of each toolkit's beam search and translator, and the step's hooks,
                    declared once (``Protocol``s) and checked when a search is built;
 * ``batch_search`` a batch's search built as the toolkit builds its own, and the beam of one item;

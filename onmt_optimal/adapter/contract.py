@@ -10,7 +10,7 @@ toolkit version the adapter follows and the one installed, instead of an ``Attri
 decode.
 
 Shapes: B examples still in the batch, ``beam`` items each, step ``t`` (tokens generated so far), V the target
-vocabulary, S the source length. The hooks a toolkit's adapter implements (``Step``) are declared here too and
+vocabulary, S the source length. The hooks a toolkit's adapter implements (``Hooks``) are declared here too and
 are abstract on ``beam_search.LineageBeamSearch``. Imports no toolkit.
 """
 import functools
@@ -180,16 +180,14 @@ class EoleStartedBeam(StartedBeam, Protocol):
     """the forced target prefix's length (0: none)"""
 
 
-class Step(Protocol):
+class Hooks(Protocol):
     """The hooks a toolkit's adapter gives ``LineageBeamSearch`` (its own step, statement for statement)."""
 
-    def _expand(self, log_probs: torch.Tensor, attn: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
-        """the toolkit's ``advance`` up to the beam's choice (``certifier.pick``), then ``_follow_picks``:
-        ``log_probs`` (B * beam, V), ``attn`` (B * beam, 1, S) or None; returns the chosen items' sums of
-        log-probabilities (B, beam) under a length penalty, else None"""
-
-    def _eos_mask(self) -> torch.Tensor:
-        """(B, beam) bool: the chosen items whose token ends a hypothesis"""
+    def _expand(self, log_probs: torch.Tensor, attn: Optional[torch.Tensor]) -> tuple:
+        """the toolkit's ``advance`` up to the beam's choice (``search.top_k.pick``): ``log_probs``
+        (B * beam, V), ``attn`` (B * beam, 1, S) or None; returns ``(cumulative, length_penalty, ends)``: every
+        candidate's sum of log-probabilities (B * beam, V), the step's length penalty, and (B, beam) bool the
+        chosen items whose token ends a hypothesis"""
 
     def _answered(self, b: int, tokens: list) -> None:
         """one n-best answer of example ``b`` was handed over (optional)"""

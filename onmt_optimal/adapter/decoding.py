@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from onmt_optimal.adapter.lines import ordered, with_texts
 from onmt_optimal.options import Options
-from onmt_optimal.search.beam import AUTO
+from onmt_optimal.search.transfer import AUTO
 
 
 class RuleDecoding:

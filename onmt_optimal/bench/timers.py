@@ -46,18 +46,17 @@ class PartTimer:
     def __init__(self, sync, decoder, clock=time.perf_counter):
         from onmt.translate.beam_search import BeamSearchBase
 
-        from onmt_optimal.search.beam import Beam
-
         self.seconds = dict.fromkeys(self.PARTS, 0.0)
         self.sync = sync
         self.clock = clock
         from onmt_optimal.adapter.beam_search import LineageBeamSearch
         from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
+        from onmt_optimal.search.top_k import TopK
 
         # ours: advance and update_finished live in adapter.beam_search.LineageBeamSearch, the toolkit step in
         # the toolkit's adapter
-        for cls in (BeamSearchBase, LineageBeamSearch, CertifiedBeamSearch, Beam):
-            for name, part in (("_pick", "select"), ("pick", "select"), ("advance", "step"),
+        for cls in (BeamSearchBase, LineageBeamSearch, CertifiedBeamSearch, TopK):
+            for name, part in (("_pick", "select"), ("__call__", "select"), ("advance", "step"),
                                ("update_finished", "finish")):
                 if name in cls.__dict__:  # a later PartTimer (next model) replaces the earlier one's wrapper
                     fn = cls.__dict__[name]

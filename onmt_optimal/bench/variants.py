@@ -15,7 +15,7 @@ Statistics stay in memory (the translator's ``_stats``); nothing is written.
 from __future__ import annotations
 
 from onmt_optimal.options import Options
-from onmt_optimal.search.beam import AUTO
+from onmt_optimal.search.transfer import AUTO
 from onmt_optimal.search.registry import STOPPING_RULES, opennmt_score, rules
 
 __all__ = ["VARIANTS", "search"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import math
 
-from onmt_optimal.options import Flags, OptionError, world_size_error
+from onmt_optimal.options import Flags, OptionError, Settings, world_size_error
 
 RAY_INSTALL = "pip install ray==2.60.0 (the version tested; from a clone of onmt-optimal: pip install '.[ray]')"
 
@@ -26,8 +26,8 @@ def uses_new_flags(opt) -> bool:
 
 def validate(opt) -> None:
     """-ray_workers and its companions, and OpenNMT-py's own -world_size with them (``world_size_error``)."""
-    n = workers(opt)
-    world_size = getattr(opt, "world_size", 1) or 1
+    n, own = workers(opt), Settings.read(opt)
+    world_size = own.world_size or 1
     if world_size > 1 and uses_new_flags(opt):
         raise world_size_error(world_size)
     if n < 0:
@@ -47,18 +47,18 @@ def validate(opt) -> None:
             raise OptionError(f"-ray_timeout must be a number of seconds > 0 (got {timeout:g})")
     if gpus is not None and (math.isnan(gpus) or gpus < 0):
         raise OptionError(f"-ray_gpus_per_worker must be a number >= 0 (got {gpus})")
-    on_gpu = getattr(opt, "gpu", -1) >= 0
+    on_gpu = own.gpu >= 0
     if gpus is not None and gpus > 0 and not on_gpu:
         raise OptionError("-ray_gpus_per_worker needs -gpu 0 (each worker decodes on the GPU Ray gives it)")
     if on_gpu and gpus == 0:
         raise OptionError("-gpu with -ray_gpus_per_worker 0: drop -gpu to decode on CPU workers")
-    refused = [(getattr(opt, "random_sampling_topk", 0) != 0 or getattr(opt, "random_sampling_topp", 0.0) != 0,
+    refused = [(own.random_sampling_topk != 0 or own.random_sampling_topp != 0,
                 "random sampling (-random_sampling_topk/-random_sampling_topp) draws from one random stream "
                 "across the whole input, which workers cannot share"),
-               (bool(getattr(opt, "tgt", None)), "-tgt (gold scores)"),
-               (getattr(opt, "attn_debug", False), "-attn_debug (printed per sentence, by each worker)"),
-               (getattr(opt, "align_debug", False), "-align_debug (printed per sentence, by each worker)"),
-               (getattr(opt, "verbose", False), "-verbose (printed per sentence, by each worker)")]
+               (bool(own.tgt), "-tgt (gold scores)"),
+               (own.attn_debug, "-attn_debug (printed per sentence, by each worker)"),
+               (own.align_debug, "-align_debug (printed per sentence, by each worker)"),
+               (own.verbose, "-verbose (printed per sentence, by each worker)")]
     for refused_here, what in refused:
         if refused_here:
             raise OptionError(f"-ray_workers does not take {what}: run it in one process (drop -ray_workers)")

@@ -65,11 +65,13 @@ def model_paths(translate_args: list[str]) -> list[str]:
         from onmt.opts import translate_opts
         from onmt.utils.parse import ArgumentParser
 
+        from onmt_optimal.options import Settings
+
         parser = ArgumentParser(description="onmt-optimal sweep")
         translate_opts(parser)
         parser.error = refuse  # quietly: the workers report bad arguments
         opt, _ = parser.parse_known_args(list(translate_args) + ["-src", os.devnull])
-        return list(getattr(opt, "models", None) or [])
+        return list(Settings.read(opt).models or [])
     except Exception:
         return []
 

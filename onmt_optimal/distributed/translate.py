@@ -24,7 +24,7 @@ from onmt_optimal.adapter.lines import StatsFile, label
 from onmt_optimal.distributed import plan
 from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
-from onmt_optimal.options import Flags
+from onmt_optimal.options import Flags, Settings
 from onmt_optimal.progress import sentence_bar
 from onmt_optimal.search.record import Record, Totals
 
@@ -40,7 +40,7 @@ def gpus_per_worker(opt) -> float:
     gpus = Flags.read(opt).ray_gpus_per_worker
     if gpus is not None:
         return float(gpus)
-    return 1.0 if getattr(opt, "gpu", -1) >= 0 else 0.0
+    return 1.0 if Settings.read(opt).gpu >= 0 else 0.0
 
 
 def threads() -> int:
@@ -82,7 +82,7 @@ def run(opt, prepare=None, progress=None) -> dict:
             gpus = gpus_per_worker(opt)
             flags = Flags.read(opt)
             with Cluster(flags.ray_address, workers, gpus, cpus_per_worker(opt),
-                         model_bytes=file_bytes(getattr(opt, "models", None)), timeout=flags.ray_timeout) as ray:
+                         model_bytes=file_bytes(Settings.read(opt).models), timeout=flags.ray_timeout) as ray:
                 bar = _bar(opt, total)
                 report = _report_to(progress, bar)
                 try:
@@ -104,7 +104,7 @@ def run(opt, prepare=None, progress=None) -> dict:
             bar.close()
     for line in _report_lines(search, label, sums):
         logger.info(line)
-    if getattr(opt, "report_time", False):
+    if Settings.read(opt).report_time:
         logger.info("Total translation time (s): %.1f" % (time.time() - start))
     return {"sentences": sums.sentences, "redone": redone}
 

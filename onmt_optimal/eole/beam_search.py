@@ -27,8 +27,8 @@ from eole.predict.beam_search import BeamSearch, BeamSearchLM
 
 from onmt_optimal.adapter import contract
 from onmt_optimal.adapter.beam_search import LineageBeamSearch
-from onmt_optimal.search.beam import AUTO
-from onmt_optimal.search.top_k import TopK, top_k
+from onmt_optimal.search.top_k import TopK, pick, top_k
+from onmt_optimal.search.transfer import AUTO
 
 
 class _EoleStep(LineageBeamSearch):
@@ -38,7 +38,7 @@ class _EoleStep(LineageBeamSearch):
 
     def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)  # eole's BeamSearch or BeamSearchLM
-        self._init_certifier(rules, self.eos[0], top_k, host)
+        self._init_search(rules, self.eos[0], top_k, host)
         self._eos_ids = set(self.eos)
 
     # eole sets this from its compile settings before decoding; this search always drops finished examples
@@ -49,9 +49,6 @@ class _EoleStep(LineageBeamSearch):
     @static_batch_size.setter
     def static_batch_size(self, value):
         pass
-
-    def _eos_mask(self):
-        return torch.isin(self.topk_ids, self.eos_t)
 
     def _answered(self, b, tokens):
         self.n_text_tokens[b].append(len(tokens) - self._prefix_len)
@@ -64,8 +61,9 @@ class _EoleStep(LineageBeamSearch):
         return result
 
     def _expand(self, log_probs, attn):
-        """``BeamSearchBase.advance`` of eole 0.6.4 (see the module docstring). Returns the chosen items' sums
-        ``log p`` (B, beam) under a length penalty, else None (``topk_log_probs`` is the sum)."""
+        """``BeamSearchBase.advance`` of eole 0.6.4 up to the beam's choice (see the module docstring). Returns
+        ``(cumulative, length_penalty, ends)`` (``contract.Hooks._expand``); an item ends on any of eole's end
+        tokens."""
         from eole.utils.tensor_parallel import broadcast_from_rank_zero
 
         _B = log_probs.shape[0] // self.beam_size
@@ -74,21 +72,22 @@ class _EoleStep(LineageBeamSearch):
             self.topk_log_probs -= self.global_scorer.cov_penalty(self._coverage + attn, self.global_scorer.beta).view(
                 _B, self.beam_size
             )
-        step = len(self)
+        t = len(self)
         self.ensure_min_length(log_probs)
         self.ensure_unk_removed(log_probs)
-        if self._prefix_len > 0 and step == self._prefix_len:
+        if self._prefix_len > 0 and t == self._prefix_len:
             self.topk_log_probs[:, 0] = 0.0
         cumulative = log_probs + self.topk_log_probs.view(_B * self.beam_size, 1)
-        length_penalty = self.global_scorer.length_penalty(step + 1, alpha=self.global_scorer.alpha)
+        length_penalty = self.global_scorer.length_penalty(t + 1, alpha=self.global_scorer.alpha)
         curr_scores = cumulative / length_penalty if length_penalty != 1 else cumulative
         self.block_ngram_repeats(curr_scores)
         curr_scores = self.target_prefixing(curr_scores)
-        self.topk_scores, self.topk_ids, self._batch_index = self.certifier.pick(curr_scores)
+        self.topk_scores, self.topk_ids, self._batch_index = pick(curr_scores, self.beam_size, self._top_k,
+                                                                        self.picks)
         if self.parallel_gpu > 1:
             for tensor in (self.topk_scores, self.topk_ids, self._batch_index):
                 broadcast_from_rank_zero(tensor, self.parallel_gpu)
-        return self._follow_picks(cumulative, attn, step, length_penalty)
+        return cumulative, length_penalty, torch.isin(self.topk_ids, self.eos_t)
 
 
 class CertifiedBeamSearch(_EoleStep, BeamSearch):
@@ -97,7 +96,7 @@ class CertifiedBeamSearch(_EoleStep, BeamSearch):
 
     def initialize(self, enc_out, src_len, device=None, target_prefix=None):
         out = super().initialize(enc_out, src_len, device=device, target_prefix=target_prefix)
-        self._start_certifier(src_len)
+        self._start_search(src_len)
         return out
 
 
@@ -107,7 +106,7 @@ class CertifiedBeamSearchLM(_EoleStep, BeamSearchLM):
     def initialize(self, src, src_len, device=None, target_prefix=None):
         prompt_len = src_len.clone()  # BeamSearchLM's src_len grows with the text
         out = super().initialize(src, src_len, device=device, target_prefix=target_prefix)
-        self._start_certifier(prompt_len)
+        self._start_search(prompt_len)
         return out
 
     def advance(self, log_probs, attn):

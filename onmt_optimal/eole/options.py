@@ -17,7 +17,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from onmt_optimal.option_table import EOLE, taken_by
-from onmt_optimal.options import Flags, OptionError, Options, option_warnings, validate as _validate, validate_sizes
+from onmt_optimal.options import (Flags, OptionError, Options, Settings, option_warnings, validate as _validate,
+                                  validate_sizes)
 
 __all__ = ["FIELDS", "OptionError", "Options", "config_class", "option_warnings", "validate"]
 
@@ -60,14 +61,15 @@ def validate(config, run: bool = True) -> None:
     validate_sizes(config, max_length_zero=not flags.active)
     _check_model_paths(config)
     _validate(config, run=run, toolkit=EOLE)
-    sampling = getattr(config, "top_k", 0) != 0 or getattr(config, "top_p", 0.0) != 0
+    own = Settings.read(config)
+    sampling = own.top_k != 0 or own.top_p != 0
     if sampling and (flags.stopping != "default" or flags.length_reward > 0 or flags.bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
                           "(-top_k/-top_p)")
     if sampling and flags.stats_file:
         raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
                           f"(-top_k/-top_p): it would stay empty")
-    if flags.active and getattr(config, "self_speculative_decoding", False):
+    if flags.active and own.self_speculative_decoding:
         raise OptionError("onmt-optimal's options decode with beam search: drop -self_speculative_decoding")
 
 
@@ -76,7 +78,7 @@ def _check_model_paths(config) -> None:
     ``is_hf_model_id``: relative, with a slash, not on this disk): eole says so only after a ValueError traceback."""
     import os
 
-    paths = getattr(config, "model_path", None)
+    paths = Settings.read(config).model_path
     for path in ([paths] if isinstance(paths, str) else paths or []):
         from eole.models.hf_resolver import is_hf_model_id
 

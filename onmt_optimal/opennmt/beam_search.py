@@ -1,5 +1,5 @@
-"""OpenNMT-py's ``BeamSearch`` driven by the search core (``onmt_optimal.search.beam.Beam``), through
-``onmt_optimal.adapter.beam_search.LineageBeamSearch`` (what the OpenNMT-py and eole adapters share).
+"""OpenNMT-py's ``BeamSearch`` on the search core's step, through ``onmt_optimal.adapter.beam_search.LineageBeamSearch``
+(what the OpenNMT-py and eole adapters share).
 
 OpenNMT-py keeps what belongs to its options: the candidate scores (minimum length, banned ``<unk>``, length
 penalty, n-gram blocking, forced target prefix, coverage penalty), the tokens and attention of every item
@@ -12,7 +12,7 @@ What changes against stock's ``BeamSearch`` (which runs without the new flags):
 * the step reads one ``(B, 1)`` column on the host (which examples are done), where stock reads every item's EOS
   flag and then runs ``update_finished`` whenever any item completed; here it runs only when an example is
   done, and hands its answers over from one transfer (with ``host``, ``Options.host``, the core's
-  bookkeeping runs on the host instead, fed one packed transfer a step: ``search.beam``);
+  bookkeeping runs on the host instead, fed one packed transfer a step: ``search.transfer``);
 * predictions are handed over as host tensors, already read (OpenNMT-py reads each with ``.tolist()``);
 * n-gram blocking (``-block_ngram_repeat``) keeps its per-path state (``forbidden_tokens``) in step with the
   paths when examples leave the batch. Stock does not re-index it, so surviving paths inherit other paths'
@@ -31,8 +31,8 @@ from onmt.translate.beam_search import BeamSearch
 
 from onmt_optimal.adapter import contract
 from onmt_optimal.adapter.beam_search import LineageBeamSearch
-from onmt_optimal.search.beam import AUTO
-from onmt_optimal.search.top_k import TopK, top_k
+from onmt_optimal.search.top_k import TopK, pick, top_k
+from onmt_optimal.search.transfer import AUTO
 
 
 class CertifiedBeamSearch(LineageBeamSearch, BeamSearch):
@@ -44,38 +44,37 @@ class CertifiedBeamSearch(LineageBeamSearch, BeamSearch):
 
     def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)
-        self._init_certifier(rules, self.eos, top_k, host)
+        self._init_search(rules, self.eos, top_k, host)
 
     def initialize(self, enc_out, src_len, src_map=None, device=None, target_prefix=None):
         out = super().initialize(enc_out, src_len, src_map, device, target_prefix)
-        self._start_certifier(src_len)
+        self._start_search(src_len)
         return out
 
     # ------------------------------------------------------------------ one step (the rest: LineageBeamSearch.advance)
-    def _eos_mask(self):
-        return self.topk_ids.eq(self.eos)
-
     def _expand(self, log_probs, attn):
         """OpenNMT-py's step (``BeamSearchBase.advance`` of 3.5.1, statement for statement) but for three things:
-        the certifier picks the beam (an exact top-k), nothing is read on the host (stock's ``is_finished_list``),
-        and a product with a length penalty of 1 is skipped.
+        the core picks the beam (an exact top-k), nothing is read on the host (stock's ``is_finished_list``),
+        and a product with a length penalty of 1 is skipped. What follows the choice is both toolkits'
+        (``_follow_picks``).
 
-        Returns the chosen items' sums ``log p`` (B, beam) under a length penalty (``topk_log_probs`` is then
-        stock's ``score * penalty``), else None (``topk_log_probs`` is the sum)."""
+        Returns ``(cumulative, length_penalty, ends)``: every candidate's sum (B * beam, V), the step's length
+        penalty and the chosen items whose token is the end token (B, beam)."""
         _B = log_probs.shape[0] // self.beam_size
         if self._stepwise_cov_pen and self._prev_penalty is not None:
             self.topk_log_probs += self._prev_penalty
             self.topk_log_probs -= self.global_scorer.cov_penalty(
                 self._coverage + attn, self.global_scorer.beta
             ).view(_B, self.beam_size)
-        step = len(self)
+        t = len(self)
         self.ensure_min_length(log_probs)
         self.ensure_unk_removed(log_probs)
         log_probs += self.topk_log_probs.view(-1, 1)
         # the score if the sequence ends now: its length counts the EOS
-        length_penalty = self.global_scorer.length_penalty(step + 1, alpha=self.global_scorer.alpha)
+        length_penalty = self.global_scorer.length_penalty(t + 1, alpha=self.global_scorer.alpha)
         curr_scores = log_probs / length_penalty if length_penalty != 1 else log_probs
         self.block_ngram_repeats(curr_scores)
         curr_scores = self.target_prefixing(curr_scores)
-        self.topk_scores, self.topk_ids, self._batch_index = self.certifier.pick(curr_scores)
-        return self._follow_picks(log_probs, attn, step, length_penalty)  # log_probs now holds the sums
+        self.topk_scores, self.topk_ids, self._batch_index = pick(curr_scores, self.beam_size, self._top_k,
+                                                                        self.picks)
+        return log_probs, length_penalty, self.topk_ids.eq(self.eos)  # log_probs now holds the sums

@@ -3,7 +3,7 @@
 Claim. With ``b = 1`` and ``n_best = 1``, every (scoring, stopping) pair answers the one hypothesis the toolkit's
 beam search of one returns, at the step it returns it.
 
-Proof. The beam is one item. The pick (``Beam.pick``) is the top-1 of the same candidate sums in the core and in
+Proof. The beam is one item. The pick (``top_k.pick``) is the top-1 of the same candidate sums in the core and in
 the toolkit, so both follow the same path (but where two candidates' sums tie exactly: on CPU above 16k
 candidates the core's top-k takes the lower index, ``torch.topk`` its own; either is the beam's top-1, and this
 path answers as stock does). At the step ``t`` that item completes (its EOS, or ``t = T``) no live

@@ -110,6 +110,26 @@ WIDE = (torch.float32, torch.float64)
 top_k = TopK()
 
 
+def pick(scores: torch.Tensor, beam: int, top_k: TopK = top_k, memo: dict | None = None):
+    """The ``beam`` best expansions of each example (a beam of OpenNMT's lineage, whose items are rows
+    ``b * beam .. b * beam + beam - 1`` of ``scores``, ``(B * beam, V)``): ``(values, tokens, parents)``,
+    ``(B, beam)`` each; ``parents`` are rows of the ``(B * beam, ...)`` tensors. ``memo``: the decode's own dict,
+    where ``V`` as a 0-d tensor and each example's first row are kept between steps (each made once a batch)."""
+    memo = {} if memo is None else memo
+    V = scores.shape[1]
+    B = scores.shape[0] // beam
+    vocab = memo.get("V")
+    if vocab is None or vocab[1] != V:
+        vocab = memo["V"] = (torch.tensor(V, device=scores.device), V)
+    offsets = memo.get("offsets")
+    if offsets is None:
+        offsets = memo["offsets"] = torch.arange(0, B * beam, beam, device=scores.device).unsqueeze(1)
+    elif offsets.shape[0] != B:  # examples left: the first beam row of each example
+        offsets = memo["offsets"] = offsets[:B]
+    values, ids = top_k(scores.view(B, beam * V), beam)
+    return values, ids.remainder(vocab[0]), ids.div(vocab[0], rounding_mode="floor") + offsets
+
+
 def _separated(rows: list[list[float]], first: int) -> bool:
     """Is every row strictly decreasing from place ``first`` on (no tie, no NaN)?"""
     return all(a > b for row in rows for a, b in zip(row[first:], row[first + 1:]))

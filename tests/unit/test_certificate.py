@@ -75,7 +75,7 @@ def cases(draw, rules=tuple(RULES)):
 
 
 def decode(case, stop, examples=None, n_best=None, bound="exact", host=None, free_reads=None):
-    """``free_reads``: ``search.Beam.free_reads`` (None: its quiet steps where the bookkeeping lives on the CPU)."""
+    """``free_reads``: ``LineageBeamSearch.free_reads`` (None: its quiet steps where the bookkeeping lives on the CPU)."""
     examples = list(range(case["batch"])) if examples is None else examples
     src_lens = [case["src_lens"][e] for e in examples]
     model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"],
@@ -83,7 +83,7 @@ def decode(case, stop, examples=None, n_best=None, bound="exact", host=None, fre
     strategy = build(case["rule"], stop, case["beam"], len(examples), n_best or case["n_best"],
                      case["max_length"], case["reward"], case["ratio"], case["alpha"], bound, case.get("group"),
                      case.get("block", 0), host)
-    strategy.certifier.free_reads = free_reads
+    strategy.free_reads = free_reads
     run_strategy(strategy, model, examples, src_lens)
     return strategy
 
@@ -181,23 +181,23 @@ def test_a_shrinking_beam_stops_when_no_item_is_live(case, wide):
     """``Shrinking``'s proof: whenever an example's width reaches 0, none of its items is live, so its stop is
     reported as ``all_finished`` (with all ``beam`` slots spent) or ``max_length``. ``wide``: a beam wider than
     the vocabulary, with impossible tokens, so that unreal items fill slots."""
-    from onmt_optimal.search import beam as module
+    from onmt_optimal.search import step as module
 
     if wide:
         case = dict(case, vocab=5, impossible=(PAD, BOS, 4), eos_after=2, beam=4 + case["beam"],
                     max_length=2 + case["max_length"])
-    spent_with_live, inner = [], module.Beam.step
+    spent_with_live, inner = [], module.step
 
-    def checked(self, *args, **kwargs):
-        done = inner(self, *args, **kwargs)
-        spent_with_live.append(bool(self.live[(self.width <= 0).view(-1)].any()))
+    def checked(rules, state, *args, **kwargs):
+        done = inner(rules, state, *args, **kwargs)
+        spent_with_live.append(bool(state.live[(state.width <= 0).view(-1)].any()))
         return done
 
-    module.Beam.step = checked
+    module.step = checked
     try:
         strategy = decode(case, "shrinking")
     finally:
-        module.Beam.step = inner
+        module.step = inner
     assert not any(spent_with_live)
     for stats in strategy.search_stats:
         assert stats["stop_reason"] in ("all_finished", "max_length")
@@ -206,18 +206,19 @@ def test_a_shrinking_beam_stops_when_no_item_is_live(case, wide):
 
 
 def test_stop_reasons_cross_as_codes_and_serialize_as_their_names():
-    """``state.CODES``/``reason``: each reason the search gives comes back from its float32 code, a rule's own
+    """``state.CODES``/``answers.reason``: each reason the search gives comes back from its float32 code, a rule's own
     code gives the rule's reason, every rule's reason is a ``StopReason``, and a ``StopReason`` is its name in
     JSON and text."""
     import json
 
     from onmt_optimal.search import state as stops
+    from onmt_optimal.search.answers import reason
     from onmt_optimal.search.stopping import StopReason
 
     rule = STOPPING_RULES["optimal"]()
     for why, code in stops.CODES.items():
-        assert stops.reason(float(torch.tensor(code)), rule) is why
-    assert stops.reason(stops.OWN, rule) is StopReason.CERTIFICATE
+        assert reason(float(torch.tensor(code)), rule) is why
+    assert reason(stops.OWN, rule) is StopReason.CERTIFICATE
     assert len(set(stops.CODES.values()) | {stops.OWN, 0.0}) == len(stops.CODES) + 2
     assert all(isinstance(cls.reason, StopReason) for cls in STOPPING_RULES.values())
     assert json.dumps({"stop_reason": StopReason.MAX_LENGTH}) == '{"stop_reason": "max_length"}'
@@ -418,25 +419,25 @@ QUIET_CASE = dict(rule="none", seed=3, vocab=8, eos_bias=-2.0, sharpness=2.0, be
        st.sampled_from([None, "cpu"]))
 @example(QUIET_CASE, "optimal", False, None)
 def test_a_quiet_step_answers_as_a_merged_one(case, stop, block, host):
-    """``Beam.step``'s quiet steps (nothing completed: no merge, no count, where reading that costs nothing) give
+    """The quiet steps (nothing completed: no merge, no count, where reading that costs nothing) give
     the same hypotheses, scores and statistics as merging the empty set every step, as next to an accelerator
     (``QUIET_CASE`` checks that the skip is taken)."""
-    from onmt_optimal.search import beam as module
+    from onmt_optimal.search import step as module
 
     case = dict(case, block=2 if block else 0)
-    merges, inner = [0], module.Beam._merge
+    merges, inner = [0], module.collect
 
-    def counted(self, *args):
+    def counted(*args):
         merges[0] += 1
-        return inner(self, *args)
+        return inner(*args)
 
-    module.Beam._merge = counted
+    module.collect = counted
     try:
         quiet = decode(case, stop, host=host)
         n_quiet = merges[0]
         loud = decode(case, stop, host=host, free_reads=False)
     finally:
-        module.Beam._merge = inner
+        module.collect = inner
     assert merges[0] - n_quiet >= n_quiet  # the quiet decode merged no more often than the loud one
     assert answers(quiet) == answers(loud)
     assert quiet.search_stats == loud.search_stats
@@ -474,21 +475,16 @@ def test_the_step_s_facts_cross_as_one_tensor_of_bytes(pieces, seed):
 
 
 def test_the_bookkeeping_goes_to_the_host_next_to_a_cuda_model_only():
-    """``Beam``'s default host, ``AUTO``: the CPU for a decode on a CUDA device, else next to the decode (on CPU,
-    where this runs, the default place; on a CUDA test device, the host). An explicit place is kept."""
-    from onmt_optimal.search.beam import AUTO, Beam
+    """The default host, ``AUTO``: the CPU for a decode on a CUDA device, else next to the decode (on CPU, where
+    this runs, the default place; on a CUDA test device, the host). An explicit place is kept."""
+    from onmt_optimal.search.transfer import AUTO
 
-    rules = [(StockScore("none"), STOPPING_RULES["optimal"]())]
-    src_len, items = torch.tensor([3, 4], device=DEVICE), torch.full((2 * 3, 1), BOS, device=DEVICE)
-    beam = Beam(rules, 3, 1, EOS, PAD)
-    assert beam.where == AUTO and beam.host is None  # AUTO is decided by the batch
-    beam.start(src_len, 6, items=items)
-    assert beam.host == (torch.device("cpu") if DEVICE.type == "cuda" else None)
-    for host in (None, "cpu"):
-        beam = Beam(rules, 3, 1, EOS, PAD, host=host)
-        assert beam.host == (None if host is None else torch.device(host))  # known before a batch
-        beam.start(src_len, 6, items=items)
-        assert beam.host == (None if host is None else torch.device(host))
+    src_len = torch.tensor([3, 4], device=DEVICE)
+    for host, expected in ((None, None), ("cpu", torch.device("cpu")),
+                           (AUTO, torch.device("cpu") if DEVICE.type == "cuda" else None)):
+        strategy = build("none", "optimal", beam=3, batch=2, n_best=1, max_length=6, host=host)
+        strategy.initialize(torch.zeros(2, 4, 1, device=DEVICE), src_len)
+        assert strategy.place.host == expected
 
 
 @SETTINGS

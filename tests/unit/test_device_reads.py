@@ -3,7 +3,7 @@
 On an accelerator every host read of a device tensor (``.item()``, ``.tolist()``, ``bool(t)``, ``nonzero``,
 boolean-mask indexing, ``.cpu()``) waits for the device to finish its queue: a synchronization. Stock
 OpenNMT-py reads every item's EOS flag each step and then runs a per-hypothesis Python loop whenever any item
-completed; the core (``onmt_optimal.search.beam``) promises one ``(B, 1)`` column a step and one packed transfer per
+completed; the core (``onmt_optimal.adapter.beam_search`` over ``search.step``) promises one ``(B, 1)`` column a step and one packed transfer per
 batch of examples that leave. Counted here with a ``TorchFunctionMode`` around ``advance`` and
 ``update_finished``, on CPU (the same calls are syncs on a GPU), for every stopping rule and several scores.
 """
@@ -82,7 +82,7 @@ def test_one_read_per_step_and_one_per_batch_of_leaving_examples(rule, stop, n_b
     for free, whether anything completed (``step``'s quiet steps), a question it never asks of an accelerator's
     tensors."""
     strategy = build(rule, stop, beam, 6, min(n_best, beam), 12, reward=0.8, ratio=1.2, host=host)
-    strategy.certifier.free_reads = DEVICE.type != "cpu" and host == "cpu"  # read on the CPU as next to an accelerator
+    strategy.free_reads = DEVICE.type != "cpu" and host == "cpu"  # read on the CPU as next to an accelerator
     steps = counted(strategy, "advance")
     leaving = counted(strategy, "update_finished")
     run_strategy(strategy, SyntheticModel(9, seed=7, eos_bias=0.5), list(range(6)), [3, 5, 2, 7, 4, 6])

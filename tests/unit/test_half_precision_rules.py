@@ -18,9 +18,7 @@ from hypothesis import strategies as st
 
 from helpers.synthetic import BOS, EOS, PAD, SyntheticModel
 from helpers.tiers import examples
-from onmt_optimal.search.beam import Beam
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
-from onmt_optimal.search.stopping import OptimalityCertificate
 
 HALF = [torch.float16, torch.bfloat16]
 
@@ -89,9 +87,13 @@ def test_a_length_reward_is_added_in_float32(dtype, rule):
 @pytest.mark.parametrize("dtype", HALF, ids=str)
 def test_the_kept_scores_are_float32(dtype):
     """A kept score rounded to the half type could round up past a bound it is compared with."""
-    beam = Beam([(StockScore("none"), OptimalityCertificate())], beam_size=2, n_best=1, eos=EOS, pad=PAD)
-    beam.start(torch.tensor([3.0]), 5, dtype)
-    assert beam.kept.score.dtype == torch.float32
+    from test_certificate import build
+
+    strategy = build("none", "optimal", beam=2, batch=1, n_best=1, max_length=5)
+    strategy.initialize(torch.zeros(1, 3, 1), torch.tensor([3]))
+    strategy.topk_log_probs = strategy.topk_log_probs.to(dtype)  # the sums of a decode in the half type
+    strategy._start_search(torch.tensor([3]))
+    assert strategy.core.kept.score.dtype == torch.float32
 
 
 def test_half_precision_top_k_is_torch_topk():

@@ -38,7 +38,7 @@ def test_corpus_score_uses_every_reference_and_checks_lengths():
 def test_variants_by_name():
     """The benchmark's one factory of search variants: every suffix means what its name says, in any tool."""
     from onmt_optimal.bench.variants import VARIANTS, search
-    from onmt_optimal.search.beam import AUTO
+    from onmt_optimal.search.transfer import AUTO
     from onmt_optimal.search.scoring import BoundedWordReward
 
     assert search("stock").stock and not search("stock").rules
