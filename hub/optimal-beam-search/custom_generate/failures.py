@@ -2,7 +2,8 @@
 """How a command ends on a fault: one line on stderr and a non-zero exit status, never a traceback.
 
 ``run(prog, main, describe)`` calls ``main()`` with SIGTERM and SIGHUP (the terminal or SSH session that ran it
-closed) turned into an exception (``Terminated``), so that a run stopped by Ctrl-C (SIGINT,
+closed) turned into an exception (``Terminated``), and a log file that cannot be written (``-log_file`` on a full
+disk) into a ``Fault`` (``LogFileError``, where logging printed a traceback per record and went on), so that a run stopped by Ctrl-C (SIGINT,
 ``KeyboardInterrupt``), SIGTERM or SIGHUP unwinds as one that failed: the outputs not yet committed are removed
 (``atomic``), every earlier file stays as it was. Then it ends the command:
 
@@ -18,13 +19,15 @@ Any other exception is a bug and keeps its traceback. The previous handlers are 
 """
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
 import threading
 
-from . import atomic
+from . import atomic, import_hook
 from .atomic import __name__ as _
+from .import_hook import __name__ as _
 
 
 class Fault(Exception):
@@ -65,7 +68,11 @@ def run(prog: str, main, describe=None):
     if threading.current_thread() is threading.main_thread():
         previous = {signum: signal.signal(signum, _on_signal) for signum in TERMINATING
                     if signal.getsignal(signum) is not signal.SIG_IGN}  # nohup's SIGHUP stays ignored
+    stock_handle_error = logging.FileHandler.handleError
+    logging.FileHandler.handleError = _failed_log_write
     try:
+        if import_hook.swallowed_interrupt():  # a Ctrl-C while the command's modules imported, lost by one of them
+            raise KeyboardInterrupt
         return main()
     except (Fault, atomic.OutputError) as err:
         atomic.abort_all()
@@ -83,9 +90,24 @@ def run(prog: str, main, describe=None):
             raise
         fail(prog, message, 1)
     finally:
+        logging.FileHandler.handleError = stock_handle_error
         for signum, handler in previous.items():
             if handler is not None:  # (None: a handler not installed from Python, which cannot be put back)
                 signal.signal(signum, handler)
+
+
+class LogFileError(Fault):
+    """The log file (``-log_file``) could not be written."""
+
+
+def _failed_log_write(handler, record) -> None:
+    """``logging.FileHandler.handleError`` while a command runs: a log file that cannot be written (a full disk,
+    ``/dev/full``) ends the run as a failed write does, in one line, where logging printed a traceback for each
+    record and let the run end with status 0."""
+    err = sys.exc_info()[1]
+    if not isinstance(err, OSError):
+        return logging.Handler.handleError(handler, record)
+    raise LogFileError(f"the log file {handler.baseFilename} cannot be written ({err.strerror or type(err).__name__})")
 
 
 def _quiet_stdout() -> None:

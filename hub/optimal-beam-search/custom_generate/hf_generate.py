@@ -73,6 +73,7 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
     """
     del synced_gpus  # (transformers does not pass it to a callable; a multi-process decode is not supported)
     options.check_settings(generation_config, logits_processor, stopping_criteria)
+    options.check_inputs(model_kwargs, generation_config.num_beams)
     search = options.search(generation_config, stopping=stopping, length_reward=length_reward,
                             length_ratio=length_ratio, bp_norm=bp_norm, bound=bound, drop_finished=drop_finished)
     is_encoder_decoder = model.config.is_encoder_decoder

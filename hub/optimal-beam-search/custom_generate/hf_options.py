@@ -17,7 +17,8 @@ time, so dropping finished inputs from the batch changes nothing, and each only 
 processors, ``prefix_allowed_tokens_fn`` and guidance hold per-input state for a batch that this search
 shrinks), other stopping criteria (``max_time`` stops at a time, not at a score; ``stop_strings`` end a
 hypothesis without an end token), per-step outputs (``output_scores``, ``output_logits``,
-``output_attentions``, ``output_hidden_states``) and ``low_memory``.
+``output_attentions``, ``output_hidden_states``), ``low_memory``, the settings of other searches
+(``GENERATION_MODES``: constrained and group beam search) and an input that is all padding (``check_inputs``).
 """
 from __future__ import annotations
 
@@ -56,6 +57,41 @@ REFUSED = {
 }
 
 
+#: transformers' settings that select another search than beam search (constrained, group beam search), which its
+#: own generate runs or refuses: the loop here would ignore them (their neutral values, None, 0 or 1, pass)
+GENERATION_MODES = {
+    "force_words_ids": "it is constrained beam search, another search (transformers' own refuses it)",
+    "constraints": "it is constrained beam search, another search (transformers' own refuses it)",
+    "num_beam_groups": "group beam search is another search (diverse groups of beams), not this one",
+    "diversity_penalty": "it belongs to group beam search (num_beam_groups), another search",
+}
+
+
+def _another_search(flag: str, value) -> bool:
+    """Whether ``value`` of ``GENERATION_MODES``' ``flag`` selects another search (None, one group or no
+    diversity penalty do not)."""
+    if value is None:
+        return False
+    if flag == "num_beam_groups":
+        return value > 1
+    if flag == "diversity_penalty":
+        return value != 0
+    return True
+
+
+def check_inputs(model_kwargs, num_beams: int) -> None:
+    """``ValueError`` (one line) for an input that is all padding (its ``attention_mask`` row all 0, in each of
+    its ``num_beams`` rows): there is nothing to decode, and the loop ran it to ``max_length`` on padding. One
+    read of the mask on the host (the rows found empty), before the first step."""
+    mask = model_kwargs.get("attention_mask")
+    if mask is None or mask.dim() != 2 or mask.shape[1] == 0:
+        return
+    empty = (mask.sum(dim=1) == 0).nonzero().view(-1).tolist()
+    if empty:
+        raise ValueError(f"optimal_beam_search does not take an input that is all padding: input "
+                         f"{empty[0] // max(num_beams, 1)} of the batch has an attention_mask of zeros")
+
+
 @dataclass
 class Search:
     """What one decode runs: ``rules`` ``[(scoring, stopping), ...]`` sharing one beam (the first answers in
@@ -92,6 +128,10 @@ def check_settings(generation_config, logits_processor, stopping_criteria) -> No
         raise _refuse("low_memory=True", "transformers' beam search refuses it too")
     if generation_config._eos_token_tensor is None:
         raise _refuse("a model without an end token", "set eos_token_id")
+    for flag, why in GENERATION_MODES.items():
+        value = getattr(generation_config, flag, None)
+        if _another_search(flag, value):
+            raise _refuse(f"{flag}={value!r}", why)
     for processor in logits_processor or ():
         if _name(processor) not in PROCESSORS:
             raise _refuse(f"the logits processor {_name(processor)}",

@@ -6,8 +6,9 @@ range that ``options.check_search`` and ``search.limits`` enforce), one help tex
 with a toolkit's own default or choices where they differ. From ``TABLE`` come OpenNMT-py's argparse flags
 (``opennmt.options.add_options``), eole's config fields (``eole.options.FIELDS``), the keyword arguments of
 transformers' and vLLM's ``optimal_beam_search`` (their defaults; ``tests/unit/test_option_table.py`` checks the
-signatures) and ``options.Flags``, the one frozen record of parsed values. A toolkit's command line spells an
-option ``-name`` (both accept ``--name``), a Python call ``name=value`` (``spell``).
+signatures), the Ray and ratio arguments of ``onmt-optimal sweep`` (``SWEEP``: ``--ray-workers``, its own help
+and defaults where they differ) and ``options.Flags``, the one frozen record of parsed values. A toolkit's command
+line spells an option ``-name`` (both accept ``--name``), a Python call ``name=value`` (``spell``).
 
 This module imports nothing beyond the standard library: the toolkits' import hooks read it.
 """
@@ -19,8 +20,10 @@ OPENNMT = "opennmt"
 EOLE = "eole"
 HF = "hf"
 VLLM = "vllm"
+#: ``onmt-optimal sweep`` (``__main__.sweep``): it takes the Ray options and the ratio as ``--ray-workers``, ...
+SWEEP = "sweep"
 #: each toolkit's name in help texts
-TOOLKIT_NAMES = {OPENNMT: "OpenNMT-py", EOLE: "eole", HF: "transformers", VLLM: "vLLM"}
+TOOLKIT_NAMES = {OPENNMT: "OpenNMT-py", EOLE: "eole", HF: "transformers", VLLM: "vLLM", SWEEP: "the sweep"}
 #: the toolkits whose options are command-line flags (``-name value``); the others take keyword arguments
 COMMAND_LINES = (OPENNMT, EOLE)
 
@@ -33,7 +36,8 @@ class Option:
     """One option. ``type`` is ``str``, ``float``, ``int`` or ``bool`` (a bool is a switch on a command line);
     a default of None means "not given" (the value may be None). ``defaults`` and ``choices_by`` hold a toolkit's
     own default and allowed values, as ``(toolkit, value)`` pairs, where they differ from ``default`` and
-    ``choices``; ``many`` the toolkits that also take a list of values (decoded at once on one beam)."""
+    ``choices``; ``many`` the toolkits that also take a list of values (decoded at once on one beam); ``helps``,
+    ``names`` and ``metavars`` a toolkit's own help, name and metavar (None: none) where they differ."""
 
     name: str
     type: type
@@ -47,6 +51,9 @@ class Option:
     choices_by: tuple[tuple[str, tuple[str, ...]], ...] = ()
     many: tuple[str, ...] = ()
     group: str = SEARCH
+    helps: tuple[tuple[str, str], ...] = ()
+    names: tuple[tuple[str, str], ...] = ()
+    metavars: tuple[tuple[str, str | None], ...] = ()
 
     def default_for(self, toolkit: str):
         return dict(self.defaults).get(toolkit, self.default)
@@ -55,7 +62,14 @@ class Option:
         return dict(self.choices_by).get(toolkit, self.choices)
 
     def help_for(self, toolkit: str) -> str:
-        return self.help.format(toolkit=TOOLKIT_NAMES[toolkit])
+        own = dict(self.helps).get(toolkit)
+        return own if own is not None else self.help.format(toolkit=TOOLKIT_NAMES[toolkit])
+
+    def name_for(self, toolkit: str) -> str:
+        return dict(self.names).get(toolkit, self.name)
+
+    def metavar_for(self, toolkit: str) -> str | None:
+        return dict(self.metavars).get(toolkit, self.metavar)
 
     @property
     def annotation(self):
@@ -92,7 +106,9 @@ TABLE: tuple[Option, ...] = (
         "length_ratio", float, None,
         "Estimated output/source length ratio rho (e.g. 1.27 in the paper; estimate it on a dev set "
         "with 'python -m onmt_optimal ratio'). Sets l = rho * |x| for -length_reward.",
-        (OPENNMT, EOLE, HF, VLLM), metavar="RHO", allowed="> 0, finite"),
+        (OPENNMT, EOLE, HF, VLLM, SWEEP), metavar="RHO", allowed="> 0, finite",
+        helps=((SWEEP, "rho (default: estimated on --src/--refs)"),), names=((SWEEP, "ratio"),),
+        metavars=((SWEEP, None),)),
     Option(
         "bp_norm", bool, False,
         "Score with Yang et al. (2018)'s BP-norm: min(0, 1 - l/|y|) + log p(y|x)/|y|. Needs "
@@ -127,18 +143,21 @@ TABLE: tuple[Option, ...] = (
         "loopback only (127.0.0.1), starts no dashboard, keeps its files in a temporary directory removed at "
         "the end, and is refused (saying the most this machine can run) when N exceeds the cores or the memory "
         "N copies of the model need. Each worker runs torch's thread count (OMP_NUM_THREADS, else the cores).",
-        (OPENNMT,), metavar="N", allowed=">= 0", group=RAY),
+        (OPENNMT, SWEEP), metavar="N", allowed=">= 0", group=RAY,
+        helps=((SWEEP, "spread the decodes over N Ray actors (pip install ray==2.60.0); same JSON rows"),)),
     Option(
         "ray_address", str, None,
         "Join this Ray cluster (e.g. 10.0.0.1:6379, or 'auto') instead of starting a local one. -model, "
         "and the files its config names, must be readable at the same paths on every node (relative paths from "
         "this directory); -src is read here and sent to the workers.",
-        (OPENNMT,), metavar="ADDR", group=RAY),
+        (OPENNMT, SWEEP), metavar="ADDR", group=RAY,
+        helps=((SWEEP, "join this Ray cluster instead of starting a local one"),), metavars=((SWEEP, None),)),
     Option(
         "ray_gpus_per_worker", float, None,
         "GPUs each worker reserves with -gpu (default 1; 0.5 puts two workers on one GPU). Ray picks the "
         "GPU; the worker decodes on it whatever -gpu says.",
-        (OPENNMT,), metavar="G", allowed=">= 0", group=RAY),
+        (OPENNMT, SWEEP), metavar="G", allowed=">= 0", group=RAY, defaults=((SWEEP, 0.0),),
+        helps=((SWEEP, "GPUs each actor reserves; it then decodes on the one Ray gives it"),)),
     Option(
         "ray_timeout", float, None,
         "With -ray_address: how long to wait for the cluster to answer before giving up with an error "

@@ -10,7 +10,8 @@ the one way the (scoring, stopping) rules are built (``search.registry.rules``).
 validation of the search's values and combinations, for every toolkit, with one wording of each error (the
 option spelled as the toolkit's user writes it: ``option_table.spell``); ``validate`` runs it, with the checks
 of OpenNMT-py's and eole's other options, once per process with the toolkit's own validation of its command
-line. ``OptionError`` carries the one-line message. ``Options`` (frozen) is what a decode runs, made from
+line. ``Settings`` is the one typed record of the toolkit's own options the plugin reads (``Settings.read``).
+``OptionError`` carries the one-line message. ``Options`` (frozen) is what a decode runs, made from
 validated options by each toolkit's adapter (``Options.from_opt``, ``Options.from_config``): (scoring, stopping)
 rules sharing one beam, or the toolkit's own search, where the bookkeeping lives and where the statistics go.
 Registering the flags on a toolkit's command line is the adapter's business (``opennmt.options.add_options``,
@@ -21,14 +22,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass, field, fields, make_dataclass
 
 from .failures import Fault
 from .option_table import BY_NAME, EOLE, OPENNMT, TABLE, Placeholder, spell
 from . import search_limits as limits, search_registry as registry
 from .search_limits import __name__ as _
 from .search_registry import __name__ as _
-from .search_beam import AUTO
+from .search_transfer import AUTO
 from .search_scoring import ScoringRule
 from .search_stopping import StoppingRule
 
@@ -77,6 +78,46 @@ class _Flags:
 Flags = make_dataclass("Flags", [(o.name, o.annotation, field(default=o.default)) for o in TABLE],
                        bases=(_Flags,), frozen=True)
 Flags.__module__ = __name__
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The toolkit's own options the plugin reads, as one typed record read in one place (``read``): OpenNMT-py's
+    ``opt`` and eole's config name them alike. An option the parsed options lack (a toolkit's other callers of its
+    validation, a server, a training run's validation translator; the other toolkit's own ones) reads as the
+    default here, which is the toolkit's own."""
+
+    n_best: int = 1
+    beam_size: int = 1
+    max_length: int | None = None
+    gpu: int | None = -1
+    world_size: int | None = 1
+    length_penalty: str = "none"
+    alpha: float = 0.0
+    beta: float = 0.0
+    coverage_penalty: str = "none"
+    stepwise_penalty: bool = False
+    ratio: float = 0.0  # OpenNMT-py's own stopping rule
+    dump_beam: str = ""
+    random_sampling_topk: int = 0  # OpenNMT-py's sampling
+    random_sampling_topp: float = 0.0
+    top_k: int = 0  # eole's sampling
+    top_p: float = 0.0
+    self_speculative_decoding: bool = False
+    tgt: str | None = None
+    attn_debug: bool = False
+    align_debug: bool = False
+    verbose: bool = False
+    report_time: bool = False
+    models: object = None  # OpenNMT-py's -model: a path or a list of them
+    model_path: object = None  # eole's
+
+    @classmethod
+    def read(cls, opt) -> "Settings":
+        """The record of parsed options ``opt`` (a record is its own)."""
+        if isinstance(opt, cls):
+            return opt
+        return cls(**{f.name: getattr(opt, f.name, f.default) for f in fields(cls)})
 
 
 @dataclass(frozen=True)
@@ -139,8 +180,8 @@ def n_best_warning(opt, flags: Flags | None = None) -> str | None:
     shrinking beam of b items at most b; the n-best list is then padded with repeats of the last hypothesis,
     since OpenNMT-py expects exactly n_best answers (README, "Known limits")."""
     flags = Flags.read(opt) if flags is None else flags
-    n_best = getattr(opt, "n_best", 1)
-    beam = getattr(opt, "beam_size", 1)
+    own = Settings.read(opt)
+    n_best, beam = own.n_best, own.beam_size
     if beam == 1 and n_best > 1:
         holds = "a beam of one item completes one hypothesis"
     elif flags.stopping == "shrinking" and n_best > beam:
@@ -160,7 +201,7 @@ def scoring_rule(opt, global_scorer) -> ScoringRule:
 def _own_score(opt, flags, global_scorer) -> ScoringRule:
     """OpenNMT-py's (and eole's) own score, as its ``GNMTGlobalScorer`` computes it (``registry.opennmt_score``)."""
     return registry.opennmt_score(
-        length_penalty=getattr(opt, "length_penalty", "none") if global_scorer.has_len_pen else "none",
+        length_penalty=Settings.read(opt).length_penalty if global_scorer.has_len_pen else "none",
         alpha=global_scorer.alpha, coverage=global_scorer.has_cov_pen, ratio=flags.length_ratio, bound=flags.bound)
 
 
@@ -170,10 +211,16 @@ def _check_writable(flag: str, path: str | None) -> None:
     link points to) must take a new file; a stream (/dev/stdout, a FIFO) is written in place."""
     from .atomic import streamed
 
+    if path == "":
+        raise OptionError(f"{flag} is empty: name a file")
     if not path or path in (os.devnull, "-"):
         return
     if os.path.isdir(path):
         raise OptionError(f"{flag} {path} is a directory, not a file")
+    if path.endswith(os.sep):
+        # a file's name never ends so: the path names a directory, and the rename onto it (``atomic``) would have
+        # replaced the file before the slash (``keep.txt/``) or made one of a new directory's name (``new/``)
+        raise OptionError(f"{flag} {path} ends with '{os.sep}': it names a directory, not a file")
     if os.path.exists(path):
         if not os.access(path, os.W_OK):
             raise OptionError(f"{flag} {path} is not writable")
@@ -184,7 +231,7 @@ def _check_writable(flag: str, path: str | None) -> None:
             raise OptionError(f"{flag} {path}: directory {parent} is not writable (the file is written beside "
                               f"its target, then renamed onto it)")
         return
-    parent = os.path.dirname(os.path.abspath(path))
+    parent = os.path.dirname(os.path.realpath(path))  # a dangling symbolic link: where its target would be made
     if not os.path.isdir(parent):
         raise OptionError(f"{flag} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
@@ -232,7 +279,7 @@ def _check_distinct(opt, reads=None, writes=None) -> None:
 
 def _check_device(opt) -> None:
     """``-gpu N`` needs CUDA device N here (with -ray_workers the workers, not this process, need it)."""
-    gpu = getattr(opt, "gpu", -1)
+    gpu = Settings.read(opt).gpu
     if gpu is None or gpu < 0 or Flags.read(opt).ray_workers:
         return
     import torch
@@ -251,13 +298,53 @@ def validate_sizes(opt, max_length_zero: bool = False) -> None:
     """The search's sizes, which both toolkits take unchecked and then fail on with a traceback: -beam_size and
     -n_best >= 1, -max_length >= 1 (``max_length_zero``: a toolkit whose stock search answers -max_length 0 with
     empty lines, eole, keeps that where no new option asks for our search)."""
-    for flag in ("beam_size", "n_best"):
-        value = getattr(opt, flag, 1)
+    own = Settings.read(opt)
+    for flag, value in (("beam_size", own.beam_size), ("n_best", own.n_best)):
         if value is not None and value < 1:
             raise OptionError(f"-{flag} must be at least 1 (got {value})")
-    max_length = getattr(opt, "max_length", 1)
+    max_length = own.max_length
     if max_length is not None and max_length < (0 if max_length_zero else 1):
         raise OptionError(f"-max_length must be at least 1 (got {max_length})")
+
+
+def check_our_sizes(opt) -> None:
+    """Sizes the toolkits take silently, refused under our options (stock keeps them: ``docs/differences.md``):
+    a -batch_size below 1, a -min_length above -max_length (no hypothesis could end before -max_length)."""
+    batch_size = getattr(opt, "batch_size", 1)
+    if isinstance(batch_size, int) and batch_size < 1:
+        raise OptionError(f"-batch_size must be at least 1 (got {batch_size})")
+    min_length, max_length = getattr(opt, "min_length", 0), getattr(opt, "max_length", None)
+    if isinstance(min_length, int) and isinstance(max_length, int) and min_length > max_length:
+        raise OptionError(f"-min_length {min_length} exceeds -max_length {max_length}: no hypothesis could end "
+                          f"(every output would be cut at -max_length)")
+
+
+def _check_aligned(opt) -> None:
+    """-tgt (gold scoring) holds one line per -src line, under our options: both toolkits score the shorter
+    file's lines and translate no further, so a short -tgt cut the output short with exit status 0 (stock keeps
+    it: ``docs/differences.md``). Streams are read once, by the run, and are not counted."""
+    from .atomic import streamed
+
+    src, tgt = getattr(opt, "src", None), getattr(opt, "tgt", None)
+    if not (isinstance(src, str) and isinstance(tgt, str) and src and tgt) or streamed(src) or streamed(tgt):
+        return
+    try:
+        counts = [_count_lines(path) for path in (src, tgt)]
+    except OSError:
+        return  # an unreadable file is said elsewhere
+    if counts[0] != counts[1]:
+        raise OptionError(f"-tgt {tgt} has {counts[1]} lines, -src {src} has {counts[0]}: one target line a source "
+                          f"line")
+
+
+def _count_lines(path: str) -> int:
+    """Lines of ``path`` as the toolkits read them (a last line without a newline counts)."""
+    count, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+    return count + (last != b"\n")
 
 
 def option_warnings(opt) -> list[str]:
@@ -271,7 +358,7 @@ def option_warnings(opt) -> list[str]:
     out = []
     flags = Flags.read(opt)
     ratio = flags.length_ratio
-    max_length = getattr(opt, "max_length", None)
+    max_length = Settings.read(opt).max_length
     uses_ratio = (flags.length_reward or 0) > 0 or flags.bp_norm or flags.bound == "predicted"
     if ratio is not None and max_length and uses_ratio and ratio >= max_length:
         out.append(f"-length_ratio {ratio:g} makes l = {ratio:g} * |x| at least -max_length {max_length} on every "
@@ -306,7 +393,7 @@ def world_size_error(world_size: int) -> OptionError:
 
 
 def _max_length(opt) -> int | None:
-    max_length = getattr(opt, "max_length", None)
+    max_length = Settings.read(opt).max_length
     return max_length if isinstance(max_length, int) and max_length >= 1 else None
 
 
@@ -321,7 +408,10 @@ def check_run(opt, reads=None, writes=None) -> None:
     _check_writable("-stats_file", flags.stats_file)
     _check_writable("-output", getattr(opt, "output", None))
     _check_writable("-log_file", getattr(opt, "log_file", None) or None)
+    _check_writable("-dump_beam", getattr(opt, "dump_beam", None) or None)
     _check_distinct(opt, reads, writes)
+    if flags.active:
+        _check_aligned(opt)
     _check_device(opt)
 
 
@@ -399,32 +489,36 @@ def validate(opt, run: bool = True, toolkit: str = OPENNMT) -> None:
     """Raise ``OptionError`` for any value or combination the search cannot honour (``check_search``, and
     OpenNMT-py's and eole's options that cannot go with ours) and, with ``run``, for what the command's run
     cannot do (``check_run``). The Ray flags are ``distributed.options.validate``'s."""
-    flags = Flags.read(opt, toolkit)
+    flags, own = Flags.read(opt, toolkit), Settings.read(opt)
     if run:
         check_run(opt)
-    world_size = getattr(opt, "world_size", 1) or 1
+    world_size = own.world_size or 1
     if world_size > 1 and flags.active:
         raise world_size_error(world_size)
-    if flags.active and getattr(opt, "dump_beam", ""):
+    if flags.active and own.dump_beam:
         raise OptionError("-dump_beam is not supported with onmt-optimal's flags (the search keeps no beam "
                           "history to dump, and the toolkit's own beam search stops on an assertion with it): drop "
                           "-dump_beam")
-    length_penalty = getattr(opt, "length_penalty", "none")
+    length_penalty = own.length_penalty
     own_numbers = []
     if flags.active:  # stock takes them as they are (a NaN makes every hypothesis NaN; statistics stay numbers)
-        own_numbers = [limits.exponent_error("-alpha", getattr(opt, "alpha", 0.0), length_penalty, _max_length(opt)),
-                       limits.finite_error("-beta", getattr(opt, "beta", 0.0))]
-    check_search(flags, toolkit, _max_length(opt), own_numbers, length_penalty=length_penalty,
+        own_numbers = [limits.exponent_error("-alpha", own.alpha, length_penalty, _max_length(own)),
+                       limits.finite_error("-beta", own.beta)]
+    check_search(flags, toolkit, _max_length(own), own_numbers, length_penalty=length_penalty,
                  normalized=length_penalty in ("avg", "wu"), normalized_as="-length_penalty avg|wu")
     stopping, reward, bp_norm = flags.stopping, flags.length_reward, flags.bp_norm
-    sampling = getattr(opt, "random_sampling_topk", 0) != 0 or getattr(opt, "random_sampling_topp", 0.0) != 0
+    sampling = own.random_sampling_topk != 0 or own.random_sampling_topp != 0
     if sampling and (stopping != "default" or reward > 0 or bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
                           "(-random_sampling_topk/-random_sampling_topp)")
-    if flags.active and getattr(opt, "ratio", 0.0) > 0:
+    if sampling and flags.stats_file:
+        raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
+                          f"(-random_sampling_topk/-random_sampling_topp): it would stay empty")
+    if flags.active:
+        check_our_sizes(opt)
+    if flags.active and own.ratio > 0:
         raise OptionError("OpenNMT-py's -ratio stopping rule cannot be combined with onmt-optimal's flags; "
                           "drop -ratio")
-    if stopping == "optimal" and (getattr(opt, "coverage_penalty", "none") != "none"
-                                  or getattr(opt, "stepwise_penalty", False)):
+    if stopping == "optimal" and (own.coverage_penalty != "none" or own.stepwise_penalty):
         raise OptionError("-stopping optimal needs a score that never rises as a hypothesis grows; "
                           "a coverage penalty can, so use -coverage_penalty none")

@@ -17,8 +17,8 @@ from . import search_step as step
 from .search_step import __name__ as _
 from .search_constants import NEG_INF
 from .search_record import Record
-from .search_state import Rules, State, reason
-from .search_stopping import StopReason
+from .search_state import CODES, OWN, Rules, State
+from .search_stopping import StoppingRule, StopReason
 
 
 def facts(rules: list, src_len: torch.Tensor) -> tuple[torch.Tensor, list[bool]]:
@@ -36,7 +36,8 @@ def pack(rules: Rules, state: State, facts: torch.Tensor) -> torch.Tensor:
     kept = state.kept
     log_probs = [] if kept.log_prob is None else [kept.log_prob]
     if state.stop_step is None:  # one rule stops at this step: why depends on the live items
-        stop_columns = [state.n_completed, step.codes(rules, state.at_max, state.live)]
+        stop_columns = [state.completions.sum(dim=1, keepdim=True),  # (``State.n_completed``)
+                        step.codes(rules, state.at_max, state.live)]
     else:  # per rule: step, code, completed
         B = state.stop_step.shape[0]
         stop_columns = [torch.stack([state.stop_step, state.stop_code, state.stop_completed], dim=2).view(B, -1)]
@@ -84,6 +85,11 @@ def records(rules: Rules, packed: list[list[float]], batch_rows: list[int], item
                                    int(src_len), completed))
         out.append(per_rule)
     return out
+
+
+def reason(code: float, stop: StoppingRule) -> str:
+    """The reason of a row's stop ``code`` (``state.CODES``, ``state.OWN``) for rule ``stop``."""
+    return stop.reason if code == OWN else next(why for why, c in CODES.items() if c == code)
 
 
 def answer(hyps: list[tuple], n_kept: int, K: int, eos: int, steps: int, why: StopReason, target: float | None,

@@ -17,7 +17,7 @@ item of the beam for an example that kept nothing (``Beam.answers``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -43,6 +43,8 @@ class Kept:
     seq: torch.Tensor
     pad: int = 0  # the padding token of ``seq``
     attn: torch.Tensor | None = None  # (B, R * K, T, S) float: its attention, when the decode tracks attention
+    #: ``-inf`` as a 0-d tensor per dtype of the scores merged (``constants.neg_inf``, looked up once)
+    floors: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def empty(cls, B: int, R: int, K: int, T: int, pad: int, dtype, device) -> "Kept":
@@ -77,7 +79,10 @@ class Kept:
         completed item of the step replaces the kept one only if it scores strictly higher. One rule's
         ``completed`` and ``score`` come as (B, beam) and need no view."""
         B, R = seq.shape[0], self.score.shape[1]
-        best, arg = torch.where(completed, score, neg_inf(score)).max(dim=-1, keepdim=True)  # (B, R[, 1])
+        floor = self.floors.get(score.dtype)
+        if floor is None:
+            floor = self.floors[score.dtype] = neg_inf(score)
+        best, arg = torch.where(completed, score, floor).max(dim=-1, keepdim=True)  # (B, R[, 1])
         if R > 1:
             best, arg = best.view(B, R), arg.view(B, R)
         update = best > self.score  # (B, R); a tie keeps the earlier hypothesis
@@ -113,7 +118,7 @@ class Kept:
     def select(self, rows: torch.Tensor) -> "Kept":
         """The hypotheses of the examples at ``rows`` (a long tensor), in that order."""
         pick = lambda x: None if x is None else x[rows]  # noqa: E731
-        return Kept(pick(self.score), pick(self.log_prob), pick(self.seq), self.pad, pick(self.attn))
+        return Kept(pick(self.score), pick(self.log_prob), pick(self.seq), self.pad, pick(self.attn), self.floors)
 
 
 def _best_of(x: torch.Tensor, arg: torch.Tensor, R: int) -> torch.Tensor:

@@ -15,7 +15,8 @@ finite value ``FLOAT32_MAX = (2 - 2**-23) * 2**127``:
   ``sqrt(FLOAT32_MAX)``: a normalized score ``log p / lp`` is then finite for every ``|log p|`` up to
   ``sqrt(FLOAT32_MAX)`` (half of float32's exponent range for the penalty, half for the log-probability);
 * a length ratio ``rho`` keeps ``l = rho * |x|`` finite for every source float32 counts exactly
-  (``|x| <= 2**24``, the largest run of integers a float32 holds): ``rho * 2**24 <= FLOAT32_MAX``.
+  (``|x| <= 2**24``, the largest run of integers a float32 holds): ``rho * 2**24 <= FLOAT32_MAX``; and is a
+  normal float32 number (``rho >= 2**-126``), below which ``l`` rounds to 0 (``1e-300`` gave ``l = 0``).
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ import math
 FLOAT32_MAX = (2 - 2**-23) * 2**127
 #: float32 counts every integer up to this one exactly (24 significand bits)
 FLOAT32_EXACT_INTEGERS = 2**24
+#: float32's smallest normal value (``torch.finfo(torch.float32).tiny``): below it a ratio keeps no precision
+FLOAT32_TINY = 2.0**-126
 
 #: the base of each length penalty at length ``n``: ``lp(n, alpha) = base(n) ** alpha``
 PENALTY_BASES = {
@@ -53,11 +56,15 @@ def reward_error(name: str, reward, T: int | None) -> str | None:
 
 
 def ratio_error(name: str, ratio) -> str | None:
-    """A length ratio (None: not given): a finite number > 0 with ``ratio * 2**24 <= FLOAT32_MAX``."""
+    """A length ratio (None: not given): a finite number with ``2**-126 <= ratio`` and
+    ``ratio * 2**24 <= FLOAT32_MAX``."""
     if ratio is None:
         return None
     if not _is_number(ratio) or not math.isfinite(ratio) or ratio <= 0:
         return f"{name} must be a finite number > 0 (got {ratio!r})"
+    if ratio < FLOAT32_TINY:
+        return (f"{name} {ratio:g} is too small: below float32's smallest normal number ({FLOAT32_TINY:.6g}), "
+                f"l = {name} * |x| rounds to 0 on every line")
     largest = FLOAT32_MAX / FLOAT32_EXACT_INTEGERS
     if ratio > largest:
         return (f"{name} {ratio:g} is too large: l = {name} * |x| must stay a finite float32 number for every "

@@ -13,8 +13,8 @@ example's last step (``State.t``, ``State.at_max``, the live items). Its per-rul
 where several rules stack theirs into ``(B, R, ...)`` (``Kept`` takes both). What that saves a step against the
 record at ``R = 1`` is counted by ``scripts/op_breakdown.py`` and recorded in ``benchmarks/NOTES.md``.
 
-A stop's reason crosses the device boundary as a float32 code (``answers.pack``): ``CODES``, ``OWN`` and ``reason``
-are that encoding (0: the rule still runs).
+A stop's reason crosses the device boundary as a float32 code (``answers.pack``): ``CODES`` and ``OWN`` are that
+encoding (0: the rule still runs; ``answers.reason`` reads it back).
 """
 from __future__ import annotations
 
@@ -25,18 +25,13 @@ import torch
 from . import search_constants as constants
 from .search_constants import __name__ as _
 from .search_kept import Kept
-from .search_stopping import StoppingRule, StopReason
+from .search_stopping import StopReason
 
-__all__ = ["CODES", "OWN", "Rules", "State", "reason"]
+__all__ = ["CODES", "OWN", "Rules", "State"]
 
 #: the codes of the reasons the search itself gives (``OWN``: the stopping rule's own ``reason``)
 CODES = {StopReason.MAX_LENGTH: 1.0, StopReason.ALL_FINISHED: 2.0, StopReason.PREDICTED_BOUND: 3.0}
 OWN = 4.0
-
-
-def reason(code: float, stop: StoppingRule) -> str:
-    """The reason of ``code`` for rule ``stop``."""
-    return stop.reason if code == OWN else next(why for why, c in CODES.items() if c == code)
 
 
 @dataclass(frozen=True)

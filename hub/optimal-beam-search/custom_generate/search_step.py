@@ -1,9 +1,10 @@
 # Copied from onmt_optimal/search/step.py by `make hub` (scripts/make_hub.py): edit the package, not this file.
-"""One step of the search as functions: what every toolkit calls once it has chosen its beam.
+"""The step: what every toolkit calls once it has chosen its beam, a pure function of the batch's state.
 
-The toolkit (OpenNMT-py and eole through ``search.beam.Beam``, transformers through ``hf.beam``) runs its own
+The toolkit (OpenNMT-py and eole through ``adapter.beam_search``, transformers through ``hf.beam``) runs its own
 step up to the choice of the beam and says which of the chosen items are completed hypotheses. Then, in this
-order:
+order (``step`` runs 1 to 4; transformers' beam, whose running items are chosen between 2 and 3, calls them one
+by one):
 
 1. ``finals``: each rule's final score of every item (``ScoringRule.final``: Eq. 1, Eq. 4, ...);
 2. ``collect``: the completed items into each collecting rule's kept hypotheses (``Kept.merge``), the
@@ -30,7 +31,22 @@ from .search_scoring import ScoringRule, StepView
 from .search_state import CODES, Rules, State
 from .search_stopping import StopReason, StopView
 
-__all__ = ["best_bound", "codes", "collect", "decide", "finals"]
+__all__ = ["best_bound", "codes", "collect", "decide", "finals", "step"]
+
+
+def step(rules: Rules, state: State, view: StepView, completed: torch.Tensor, quiet: bool, seq: torch.Tensor,
+         attn: torch.Tensor | None = None) -> torch.Tensor:
+    """Step ``view.step``: ``collect`` what completed (unless the step is ``quiet``: nothing completed), each
+    rule's ``best_bound`` of the items ``state.live`` marks (none at ``T``), and ``decide``; returns ``decide``'s
+    ``(B, 1)`` column. ``completed``, ``seq`` and ``attn`` as in ``collect``; ``state.live`` is the items still
+    live after the step."""
+    t, T = view.step, view.max_length
+    at_max = t >= T
+    if not quiet:
+        collect(rules, state, completed, finals(rules.rules, view), view.log_prob, t, seq, attn)
+    bounds = None if at_max else [best_bound(score, view, state.live) if stop.needs_bound else None
+                                  for score, stop in rules.rules]
+    return decide(rules, state, t, at_max, completed, bounds, max_length=T)
 
 
 def finals(rules: list, view: StepView) -> list[torch.Tensor]:
@@ -63,7 +79,8 @@ def collect(rules: Rules, state: State, completed: torch.Tensor, final: list[tor
         collected = completed
     if rules.collectable is not None:
         collected = collected & rules.collectable
-    state.kept.merge(collected, rules.stack(final), log_prob, t, seq, attn,
+    stacked = torch.stack(final, dim=1) if rules.several else final[0]  # (``Rules.stack``)
+    state.kept.merge(collected, stacked, log_prob, t, seq, attn,
                      all(x is log_prob for x in final))
     # (a 0-d one: a Python number or the bool mask itself would be converted first, three operations more)
     torch.where(completed, state.completions + rules.one, state.completions, out=state.completions)
@@ -74,7 +91,10 @@ def collect(rules: Rules, state: State, completed: torch.Tensor, final: list[tor
 def best_bound(score: ScoringRule, view: StepView, live: torch.Tensor) -> torch.Tensor:
     """(B, 1) the best bound (``ScoringRule.bound``) of an item of ``view`` that ``live`` (B, beam) marks; ``-inf``
     where none is live (a max with keepdim: one operation)."""
-    return torch.where(live, score.bound(view), neg_inf(view.log_prob)).max(dim=1, keepdim=True).values
+    floor = view.memo.get("-inf")  # (kept with the batch's constants: one look-up, not a call)
+    if floor is None:
+        floor = view.memo["-inf"] = neg_inf(view.log_prob)
+    return torch.where(live, score.bound(view), floor).max(dim=1, keepdim=True).values
 
 
 def codes(rules: Rules, at_max: bool, live: torch.Tensor) -> torch.Tensor:
@@ -101,7 +121,7 @@ def decide(rules: Rules, state: State, t: int, at_max: bool, completed: torch.Te
             return torch.ones((completed.shape[0], 1), dtype=torch.bool, device=completed.device)
         return _done(rules, state, 0, completed, bounds, best_running, t, max_length)
     B, R = state.stop_step.shape
-    n_completed = state.n_completed
+    n_completed = state.completions.sum(dim=1, keepdim=True)  # (``State.n_completed``)
     if at_max:
         newly = state.stop_step == 0
     else:
@@ -118,7 +138,10 @@ def decide(rules: Rules, state: State, t: int, at_max: bool, completed: torch.Te
 def _done(rules: Rules, state: State, r: int, completed, bounds, best_running, t: int,
           max_length: int) -> torch.Tensor:
     """(B, 1): rule ``r`` is done with the example."""
+    kept_score = state.kept.score
+    if rules.several:  # rule r's places (``Rules.kept_score``)
+        kept_score = kept_score[:, r * rules.K:(r + 1) * rules.K]
     return rules.rules[r][1].done(StopView(
-        completed=completed, completions=state.completions, kept_score=rules.kept_score(state.kept.score, r),
+        completed=completed, completions=state.completions, kept_score=kept_score,
         best_bound=None if bounds is None else bounds[r], width=state.width, n_best=rules.n_best,
         best_running=best_running, step=t, max_length=max_length))

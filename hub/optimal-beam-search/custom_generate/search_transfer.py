@@ -1,18 +1,22 @@
 # Copied from onmt_optimal/search/transfer.py by `make hub` (scripts/make_hub.py): edit the package, not this file.
 """Where a batch's bookkeeping lives, and how each step's facts get there.
 
-``place`` decides it once per batch (``Beam.start``), from the ``host`` option and the decode's device:
+``place`` decides it once per batch (``LineageBeamSearch._start_search``), from the ``host`` option and the
+decode's device:
 
-* ``Local``: next to the decode. Nothing crosses; ``Beam.step`` reads one ``(B, 1)`` column a step there and
-  ``Beam.answers`` one packed row per leaving example.
+* ``Local``: next to the decode. Nothing crosses; the step reads one ``(B, 1)`` column a step there and the
+  leaving examples one packed row each. The search uses the step's facts and its items as they are, so it calls
+  neither ``receive`` nor ``keep`` (each would hand back what it is given: one call a step saved).
 * ``Host``: on a host apart from the decode's device (the CPU, when the model runs on a CUDA device: the
   default, ``AUTO``). A step's operations act on ``(B, beam)`` tensors far too small to keep an accelerator busy,
   so each costs its launch, which costs the host more than the same operation on a host tensor. The step's
   ``(B, beam)`` facts cross in one packed transfer (``receive``: one operation on the device, a ``cat`` of byte
-  views, and the step's one read), the host keeps its own copy of the items' tokens, and leaving examples
-  cross nothing more. The accelerator then runs the pick and the packing only.
+  views, and the step's one read), the host keeps its own copy of the items' tokens (``items``, kept with the
+  examples that stay: ``keep``), and leaving examples cross nothing more. The accelerator then runs the pick
+  and the packing only.
 
-Both answer the same questions (``receive``, ``items_of``, ``keep``), so the search never asks which it has.
+Both say where the bookkeeping is (``device``; ``host``, None for ``Local``), whether a read of it is free
+(``free_reads``) and how the host divides (``like_cuda``).
 """
 from __future__ import annotations
 
@@ -44,17 +48,6 @@ class Local:
     def __init__(self, device: torch.device, free_reads: bool | None):
         self.device = device
         self.free_reads = device.type == "cpu" if free_reads is None else free_reads
-
-    def receive(self, t: int, parents, tokens, eos, log_prob, stock_score, seq):
-        """The step's facts where the bookkeeping lives: here, as they are (``seq``: the caller's items)."""
-        return parents, tokens, eos, log_prob, stock_score, seq
-
-    def items_of(self, items: torch.Tensor) -> torch.Tensor:
-        """The items' tokens (B, beam, 1 + t): the caller's."""
-        return items
-
-    def keep(self, rows: torch.Tensor) -> None:
-        """Only the examples at ``rows`` go on: nothing of theirs is kept here."""
 
 
 class Host:
@@ -89,10 +82,6 @@ class Host:
         stock_score = scores[1] if own else None if stock_score is None else scores[0]
         self.items = torch.cat([self.items.view(B * beam, t)[parents], tokens.view(B, beam, 1)], dim=2)
         return parents, tokens, eos, scores[0], stock_score, self.items
-
-    def items_of(self, items) -> torch.Tensor:
-        """The items' tokens (B, beam, 1 + t): the host's own copy (the caller's are on the decode's device)."""
-        return self.items
 
     def keep(self, rows: torch.Tensor) -> None:
         """Only the examples at ``rows`` (a host tensor) go on."""
