@@ -35,7 +35,7 @@ from onmt_optimal.search import answers, step
 from onmt_optimal.search.constants import NEG_INF
 from onmt_optimal.search.record import Record
 from onmt_optimal.search.scoring import StepView
-from onmt_optimal.search.state import Rules, State, reason
+from onmt_optimal.search.state import Rules, State
 from onmt_optimal.vllm.options import Search
 
 __all__ = ["Answer", "Prompts"]
@@ -152,7 +152,7 @@ class Prompts:
         n_completed = self.state.n_completed.view(-1).tolist()
         leaving = done.nonzero().view(-1).tolist()
         for n in leaving:
-            running[n].answer = self._answer(n, t, reason(why[n], self.rules.rules[0][1]), int(n_completed[n]))
+            running[n].answer = self._answer(n, t, answers.reason(why[n], self.rules.rules[0][1]), int(n_completed[n]))
         stay = (~done).nonzero().view(-1)
         self.state = self.state.select(stay)
         self.facts = self.facts[stay]
