@@ -146,7 +146,7 @@ class _Views:
         self.is_eos[0, eos] = True
 
     def view(self, cum: torch.Tensor, t: int) -> StepView:
-        return StepView(log_prob=cum.view(1, -1), eos=self.is_eos, src_len=self.src_len, step=t,
+        return StepView(log_prob=cum.view(1, -1), eos=self.is_eos, src_len=self.src_len, t=t,
                         max_length=self.T)
 
 
@@ -173,7 +173,7 @@ def rescore(scorer: Scorer, rule: ScoringRule, tokens: Sequence[int], *, src_len
     t = len(tokens)
     length = t - 1 if ended else t
     view = StepView(log_prob=cum.view(1, 1), eos=torch.tensor([[ended]]),
-                    src_len=torch.tensor([float(src_len)], dtype=torch.float32), step=t,
+                    src_len=torch.tensor([float(src_len)], dtype=torch.float32), t=t,
                     max_length=max_length)
     return float(rule.final(view)[0, 0]), float(cum), length, ended
 

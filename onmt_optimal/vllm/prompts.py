@@ -35,7 +35,7 @@ from onmt_optimal.search import answers, step
 from onmt_optimal.search.constants import NEG_INF
 from onmt_optimal.search.record import Record
 from onmt_optimal.search.scoring import StepView
-from onmt_optimal.search.state import Rules, State, reason
+from onmt_optimal.search.state import Rules, State
 from onmt_optimal.vllm.options import Search
 
 __all__ = ["Answer", "Prompts"]
@@ -127,7 +127,7 @@ class Prompts:
                 place[n, :k, 0] = torch.arange(p.seen, p.seen + k)
                 p.seen += k
         src_len = self.facts[:, 0]
-        view = StepView(log_prob=log_prob, eos=ends, src_len=src_len, step=t, max_length=self.T, stock_score=stock,
+        view = StepView(log_prob=log_prob, eos=ends, src_len=src_len, t=t, max_length=self.T, stock_score=stock,
                         memo=self.memo)
         step.collect(self.rules, self.state, completed, step.finals(self.rules.rules, view), log_prob, 0, place)
         live = torch.zeros((B, W), dtype=torch.bool)
@@ -143,7 +143,7 @@ class Prompts:
         if not at_max:
             score, stop = self.rules.rules[0]
             bounds = [step.best_bound(score, StepView(log_prob=sums, eos=torch.zeros_like(live), src_len=src_len,
-                                                      step=t, max_length=self.T, memo=self.memo), live)
+                                                      t=t, max_length=self.T, memo=self.memo), live)
                       if stop.needs_bound else None]
         done = step.decide(self.rules, self.state, t, at_max, completed, bounds, max_length=self.T).view(-1)
         if not bool(done.any()):
@@ -152,7 +152,7 @@ class Prompts:
         n_completed = self.state.n_completed.view(-1).tolist()
         leaving = done.nonzero().view(-1).tolist()
         for n in leaving:
-            running[n].answer = self._answer(n, t, reason(why[n], self.rules.rules[0][1]), int(n_completed[n]))
+            running[n].answer = self._answer(n, t, answers.reason(why[n], self.rules.rules[0][1]), int(n_completed[n]))
         stay = (~done).nonzero().view(-1)
         self.state = self.state.select(stay)
         self.facts = self.facts[stay]
