@@ -20,15 +20,21 @@ WRITTEN = ("output", "stats_file", "log_file", "dump_beam")
 
 def reads(opt) -> list[tuple[str, str]]:
     """The files the run reads: each ``-model``, then ``READ``, those given."""
-    models = getattr(opt, "models", None) or []
+    from onmt_optimal.options import Settings
+
+    own = Settings.read(opt)
+    models = own.models or []
     pairs = [("-model", path) for path in ([models] if isinstance(models, str) else models)]
-    pairs += [(f"-{name}", getattr(opt, name, None)) for name in READ]
+    pairs += [(f"-{name}", getattr(own, name)) for name in READ]
     return [(flag, path) for flag, path in pairs if path and isinstance(path, str)]
 
 
 def writes(opt) -> list[tuple[str, str]]:
     """The files the run writes, those given."""
-    pairs = [(f"-{name}", getattr(opt, name, None)) for name in WRITTEN]
+    from onmt_optimal.options import Flags, Settings
+
+    own, flags = Settings.read(opt), Flags.read(opt)  # (-stats_file is ours)
+    pairs = [(f"-{name}", getattr(flags if name == "stats_file" else own, name)) for name in WRITTEN]
     return [(flag, path) for flag, path in pairs if path and isinstance(path, str)]
 
 

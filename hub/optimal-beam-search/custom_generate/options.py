@@ -111,6 +111,24 @@ class Settings:
     report_time: bool = False
     models: object = None  # OpenNMT-py's -model: a path or a list of them
     model_path: object = None  # eole's
+    batch_size: int = 30
+    min_length: int = 0
+    replace_unk: bool = False
+    # the files a run reads and writes (``opennmt.run_files``, ``eole.files``): None, or "", where not given
+    config: str | None = None  # the -config file (OpenNMT-py's parsed options; eole's command line)
+    src: str | None = None
+    output: str | None = None
+    log_file: str = ""
+    phrase_table: str | None = None
+    src_subword_model: str | None = None
+    tgt_subword_model: str | None = None
+    src_subword_vocab: str | None = None
+    tgt_subword_vocab: str | None = None
+    termbase_path: str | None = None
+    tm_path: str | None = None
+    tags_dictionary_path: str | None = None
+    ref: str | None = None  # eole's
+    transforms_configs: object = None  # eole's: the transforms' options, some of them files
 
     @classmethod
     def read(cls, opt) -> "Settings":
@@ -261,10 +279,10 @@ def _check_distinct(opt, reads=None, writes=None) -> None:
     replaced the checkpoint with the translations). ``reads`` and ``writes`` are ``(flag, path)`` pairs (a
     path may be None or empty: not given); by default -src, and -output, -stats_file, -log_file."""
     if reads is None:
-        reads = (("-src", getattr(opt, "src", None)),)
+        reads = (("-src", Settings.read(opt).src),)
     if writes is None:
-        writes = (("-output", getattr(opt, "output", None)), ("-stats_file", Flags.read(opt).stats_file),
-                  ("-log_file", getattr(opt, "log_file", None)))
+        own = Settings.read(opt)
+        writes = (("-output", own.output), ("-stats_file", Flags.read(opt).stats_file), ("-log_file", own.log_file))
     written = [(flag, path) for flag, path in writes if path and isinstance(path, str)]
     for i, (flag, path) in enumerate(written):
         for other_flag, other in written[:i]:
@@ -310,10 +328,11 @@ def validate_sizes(opt, max_length_zero: bool = False) -> None:
 def check_our_sizes(opt) -> None:
     """Sizes the toolkits take silently, refused under our options (stock keeps them: ``docs/differences.md``):
     a -batch_size below 1, a -min_length above -max_length (no hypothesis could end before -max_length)."""
-    batch_size = getattr(opt, "batch_size", 1)
+    own = Settings.read(opt)
+    batch_size = own.batch_size
     if isinstance(batch_size, int) and batch_size < 1:
         raise OptionError(f"-batch_size must be at least 1 (got {batch_size})")
-    min_length, max_length = getattr(opt, "min_length", 0), getattr(opt, "max_length", None)
+    min_length, max_length = own.min_length, own.max_length
     if isinstance(min_length, int) and isinstance(max_length, int) and min_length > max_length:
         raise OptionError(f"-min_length {min_length} exceeds -max_length {max_length}: no hypothesis could end "
                           f"(every output would be cut at -max_length)")
@@ -325,7 +344,8 @@ def _check_aligned(opt) -> None:
     it: ``docs/differences.md``). Streams are read once, by the run, and are not counted."""
     from .atomic import streamed
 
-    src, tgt = getattr(opt, "src", None), getattr(opt, "tgt", None)
+    own = Settings.read(opt)
+    src, tgt = own.src, own.tgt
     if not (isinstance(src, str) and isinstance(tgt, str) and src and tgt) or streamed(src) or streamed(tgt):
         return
     try:
@@ -403,12 +423,12 @@ def check_run(opt, reads=None, writes=None) -> None:
     another it writes (``_check_distinct``: ``reads``, ``writes``), a -gpu with no such device. Checked before
     the model loads rather than after the decode, by the command only: a toolkit's other callers of its
     validation (a server, a training run's validation translator) pass placeholders for these."""
-    flags = Flags.read(opt)
-    _check_readable("-src", getattr(opt, "src", None))
+    flags, own = Flags.read(opt), Settings.read(opt)
+    _check_readable("-src", own.src)
     _check_writable("-stats_file", flags.stats_file)
-    _check_writable("-output", getattr(opt, "output", None))
-    _check_writable("-log_file", getattr(opt, "log_file", None) or None)
-    _check_writable("-dump_beam", getattr(opt, "dump_beam", None) or None)
+    _check_writable("-output", own.output)
+    _check_writable("-log_file", own.log_file or None)
+    _check_writable("-dump_beam", own.dump_beam or None)
     _check_distinct(opt, reads, writes)
     if flags.active:
         _check_aligned(opt)
