@@ -25,9 +25,10 @@ def check_command(opt) -> None:
     from onmt_optimal import options
     from onmt_optimal.opennmt import run_files
 
-    options.validate_sizes(opt)
-    check_ensemble(opt)
-    options.check_run(opt, reads=run_files.reads(opt), writes=run_files.writes(opt))
+    flags, own = options.Flags.read(opt), options.Settings.read(opt)
+    options.validate_sizes(own)
+    check_ensemble(own)
+    options.check_run(opt, reads=run_files.reads(own), writes=run_files.writes(own, flags), flags=flags, own=own)
 
 
 def check_ensemble(opt) -> None:
