@@ -22,7 +22,7 @@ told to, e.g. ``-ban_unk_token``; a ``Scorer`` may ban tokens by giving them ``-
 
 Arithmetic is the beam's: the cumulative log-probability of a prefix is accumulated in float32 as
 ``prev + token_logp``, one token at a time, and every score and bound is computed by the rule objects on a
-float32 ``StepView`` (``src_len = tensor([|x|])``, ``step = t``, ``max_length = T``), vectorised over the
+float32 ``StepView`` (``src_len = tensor([|x|])``, ``t``, ``max_length = T``), vectorised over the
 ``V`` children of a node. So on equal log-probabilities the oracle and the beam compute bit-identical scores.
 
 Search invariants (``exact_search``):
