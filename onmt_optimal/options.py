@@ -108,6 +108,24 @@ class Settings:
     report_time: bool = False
     models: object = None  # OpenNMT-py's -model: a path or a list of them
     model_path: object = None  # eole's
+    batch_size: int = 30
+    min_length: int = 0
+    replace_unk: bool = False
+    # the files a run reads and writes (``opennmt.run_files``, ``eole.files``): None, or "", where not given
+    config: str | None = None  # the -config file (OpenNMT-py's parsed options; eole's command line)
+    src: str | None = None
+    output: str | None = None
+    log_file: str = ""
+    phrase_table: str | None = None
+    src_subword_model: str | None = None
+    tgt_subword_model: str | None = None
+    src_subword_vocab: str | None = None
+    tgt_subword_vocab: str | None = None
+    termbase_path: str | None = None
+    tm_path: str | None = None
+    tags_dictionary_path: str | None = None
+    ref: str | None = None  # eole's
+    transforms_configs: object = None  # eole's: the transforms' options, some of them files
 
     @classmethod
     def read(cls, opt) -> "Settings":
@@ -159,10 +177,11 @@ class Options:
         flags = Flags.read(opt, toolkit)
         if not flags.active:
             return cls()
-        warning = n_best_warning(opt, flags)
+        own = Settings.read(opt)
+        warning = n_best_warning(own, flags)
         if warning:
             sys.stderr.write(f"{prog}: warning: {warning}\n")
-        return cls(rules=flags.rules(lambda: _own_score(opt, flags, global_scorer)), stats_file=flags.stats_file)
+        return cls(rules=flags.rules(lambda: _own_score(own, flags, global_scorer)), stats_file=flags.stats_file)
 
     @classmethod
     def from_config(cls, config, global_scorer) -> "Options":
@@ -251,17 +270,22 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
+def _own_files(own: Settings, flags: Flags) -> tuple[tuple, tuple]:
+    """The ``(flag, path)`` pairs ``_check_distinct`` compares by default: the run reads -src, and writes -output,
+    -stats_file and -log_file."""
+    return ((("-src", own.src),),
+            (("-output", own.output), ("-stats_file", flags.stats_file), ("-log_file", own.log_file)))
+
+
 def _check_distinct(opt, reads=None, writes=None) -> None:
     """No file the run writes is one it reads, and no two files it writes are one: one written over the other
     loses data (stock OpenNMT-py wrote the statistics over the translations, eole the translations over the
     statistics, an -output equal to -src emptied the source before it was read, and an -output naming the model
     replaced the checkpoint with the translations). ``reads`` and ``writes`` are ``(flag, path)`` pairs (a
     path may be None or empty: not given); by default -src, and -output, -stats_file, -log_file."""
-    if reads is None:
-        reads = (("-src", getattr(opt, "src", None)),)
-    if writes is None:
-        writes = (("-output", getattr(opt, "output", None)), ("-stats_file", Flags.read(opt).stats_file),
-                  ("-log_file", getattr(opt, "log_file", None)))
+    if reads is None or writes is None:
+        own_reads, own_writes = _own_files(Settings.read(opt), Flags.read(opt))
+        reads, writes = own_reads if reads is None else reads, own_writes if writes is None else writes
     written = [(flag, path) for flag, path in writes if path and isinstance(path, str)]
     for i, (flag, path) in enumerate(written):
         for other_flag, other in written[:i]:
@@ -274,10 +298,10 @@ def _check_distinct(opt, reads=None, writes=None) -> None:
                                   f"destroy that input; name another file")
 
 
-def _check_device(opt) -> None:
+def _check_device(own: Settings, flags: Flags) -> None:
     """``-gpu N`` needs CUDA device N here (with -ray_workers the workers, not this process, need it)."""
-    gpu = Settings.read(opt).gpu
-    if gpu is None or gpu < 0 or Flags.read(opt).ray_workers:
+    gpu = own.gpu
+    if gpu is None or gpu < 0 or flags.ray_workers:
         return
     import torch
 
@@ -307,10 +331,11 @@ def validate_sizes(opt, max_length_zero: bool = False) -> None:
 def check_our_sizes(opt) -> None:
     """Sizes the toolkits take silently, refused under our options (stock keeps them: ``docs/differences.md``):
     a -batch_size below 1, a -min_length above -max_length (no hypothesis could end before -max_length)."""
-    batch_size = getattr(opt, "batch_size", 1)
+    own = Settings.read(opt)
+    batch_size = own.batch_size
     if isinstance(batch_size, int) and batch_size < 1:
         raise OptionError(f"-batch_size must be at least 1 (got {batch_size})")
-    min_length, max_length = getattr(opt, "min_length", 0), getattr(opt, "max_length", None)
+    min_length, max_length = own.min_length, own.max_length
     if isinstance(min_length, int) and isinstance(max_length, int) and min_length > max_length:
         raise OptionError(f"-min_length {min_length} exceeds -max_length {max_length}: no hypothesis could end "
                           f"(every output would be cut at -max_length)")
@@ -322,7 +347,8 @@ def _check_aligned(opt) -> None:
     it: ``docs/differences.md``). Streams are read once, by the run, and are not counted."""
     from onmt_optimal.atomic import streamed
 
-    src, tgt = getattr(opt, "src", None), getattr(opt, "tgt", None)
+    own = Settings.read(opt)
+    src, tgt = own.src, own.tgt
     if not (isinstance(src, str) and isinstance(tgt, str) and src and tgt) or streamed(src) or streamed(tgt):
         return
     try:
@@ -394,22 +420,25 @@ def _max_length(opt) -> int | None:
     return max_length if isinstance(max_length, int) and max_length >= 1 else None
 
 
-def check_run(opt, reads=None, writes=None) -> None:
+def check_run(opt, reads=None, writes=None, flags: Flags | None = None, own: Settings | None = None) -> None:
     """Raise ``OptionError`` for what the command's own run cannot do: a -src that cannot be read, a
     -stats_file, -output or -log_file that could not be written, a file written over one the run reads or over
     another it writes (``_check_distinct``: ``reads``, ``writes``), a -gpu with no such device. Checked before
     the model loads rather than after the decode, by the command only: a toolkit's other callers of its
-    validation (a server, a training run's validation translator) pass placeholders for these."""
-    flags = Flags.read(opt)
-    _check_readable("-src", getattr(opt, "src", None))
+    validation (a server, a training run's validation translator) pass placeholders for these. ``flags`` and
+    ``own``: ``opt``'s records, where the caller has read them."""
+    flags = Flags.read(opt) if flags is None else flags
+    own = Settings.read(opt) if own is None else own
+    _check_readable("-src", own.src)
     _check_writable("-stats_file", flags.stats_file)
-    _check_writable("-output", getattr(opt, "output", None))
-    _check_writable("-log_file", getattr(opt, "log_file", None) or None)
-    _check_writable("-dump_beam", getattr(opt, "dump_beam", None) or None)
-    _check_distinct(opt, reads, writes)
+    _check_writable("-output", own.output)
+    _check_writable("-log_file", own.log_file or None)
+    _check_writable("-dump_beam", own.dump_beam or None)
+    own_reads, own_writes = _own_files(own, flags)
+    _check_distinct(opt, own_reads if reads is None else reads, own_writes if writes is None else writes)
     if flags.active:
-        _check_aligned(opt)
-    _check_device(opt)
+        _check_aligned(own)
+    _check_device(own, flags)
 
 
 def _raise(problem: str | None, value=None, kind=None) -> None:
@@ -482,13 +511,16 @@ def check_search(flags: Flags, toolkit: str = OPENNMT, max_length: int | None = 
                               f"end by RHO * |x|")
 
 
-def validate(opt, run: bool = True, toolkit: str = OPENNMT) -> None:
+def validate(opt, run: bool = True, toolkit: str = OPENNMT, flags: Flags | None = None,
+             own: Settings | None = None) -> None:
     """Raise ``OptionError`` for any value or combination the search cannot honour (``check_search``, and
     OpenNMT-py's and eole's options that cannot go with ours) and, with ``run``, for what the command's run
-    cannot do (``check_run``). The Ray flags are ``distributed.options.validate``'s."""
-    flags, own = Flags.read(opt, toolkit), Settings.read(opt)
+    cannot do (``check_run``). The Ray flags are ``distributed.options.validate``'s. ``flags`` and ``own``:
+    ``opt``'s records, where the caller has read them."""
+    flags = Flags.read(opt, toolkit) if flags is None else flags
+    own = Settings.read(opt) if own is None else own
     if run:
-        check_run(opt)
+        check_run(opt, flags=flags, own=own)
     world_size = own.world_size or 1
     if world_size > 1 and flags.active:
         raise world_size_error(world_size)
@@ -512,7 +544,7 @@ def validate(opt, run: bool = True, toolkit: str = OPENNMT) -> None:
         raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
                           f"(-random_sampling_topk/-random_sampling_topp): it would stay empty")
     if flags.active:
-        check_our_sizes(opt)
+        check_our_sizes(own)
     if flags.active and own.ratio > 0:
         raise OptionError("OpenNMT-py's -ratio stopping rule cannot be combined with onmt-optimal's flags; "
                           "drop -ratio")

@@ -135,7 +135,7 @@ class LineageBeamSearch(metaclass=ABCMeta):
         # costs one operation; elsewhere it would be a synchronization, so the step merges the empty set (a no-op)
         quiet = place.free_reads and kept_attn is None and not at_max and not completed.any()
         state.live = real if quiet else real != completed
-        view = StepView(log_prob=log_prob, eos=eos, src_len=self.source_length, step=t, max_length=self.max_length,
+        view = StepView(log_prob=log_prob, eos=eos, src_len=self.source_length, t=t, max_length=self.max_length,
                         stock_score=score, memo=self.memo, like_cuda=place.like_cuda)
         done = step.step(self.plan, state, view, completed, quiet, seq, kept_attn)
         # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam, do the

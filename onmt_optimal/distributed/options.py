@@ -26,13 +26,13 @@ def uses_new_flags(opt) -> bool:
 
 def validate(opt) -> None:
     """-ray_workers and its companions, and OpenNMT-py's own -world_size with them (``world_size_error``)."""
-    n, own = workers(opt), Settings.read(opt)
+    flags, own = Flags.read(opt), Settings.read(opt)
+    n = workers(flags)
     world_size = own.world_size or 1
-    if world_size > 1 and uses_new_flags(opt):
+    if world_size > 1 and uses_new_flags(flags):
         raise world_size_error(world_size)
     if n < 0:
         raise OptionError(f"-ray_workers must be a number >= 0 (got {n})")
-    flags = Flags.read(opt)
     gpus, timeout = flags.ray_gpus_per_worker, flags.ray_timeout
     if n == 0:
         for flag, value in (("-ray_address", flags.ray_address or None),

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 
-from onmt_optimal.options import OptionError, _check_distinct, _same_file
+from onmt_optimal.option_table import EOLE
+from onmt_optimal.options import Flags, OptionError, Settings, _check_distinct, _same_file
 
 #: the files a run writes: eole's option -> how it writes it
 WRITTEN = {"output": "written at the end", "stats_file": "written at the end", "log_file": "appended to from the start",
@@ -26,10 +27,12 @@ TRANSFORM_FILE_SUFFIXES = ("_model", "_vocab", "_file", "_path", "_table")
 def check(config, config_file: str | None, also=()) -> None:
     """``OptionError`` when a file ``config`` writes (or one of ``also``, ``(flag, path)`` pairs a tool writes
     beside the run) is one it reads (``config_file``: the ``-config`` YAML) or another file it writes."""
-    written = [(f"-{name}", path) for name in WRITTEN if (path := _path(getattr(config, name, None)))]
+    own, flags = Settings.read(config), Flags.read(config, EOLE)  # (-stats_file is ours)
+    written = [(f"-{name}", path) for name in WRITTEN
+               if (path := _path(getattr(flags if name == "stats_file" else own, name)))]
     written += [(flag, path) for flag, path in also if _path(path)]
-    _check_distinct(config, list(_reads(config, config_file)), written)
-    models = _model_directories(config)
+    _check_distinct(config, list(_reads(own, config_file)), written)
+    models = _model_directories(own)
     for flag, path in written:
         for model in models:
             member = _in_model(path, model)
@@ -43,14 +46,14 @@ def _path(value) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _reads(config, config_file: str | None):
+def _reads(own: Settings, config_file: str | None):
     if config_file:
         yield "-config", config_file
     for name in READ:
-        path = _path(getattr(config, name, None))
+        path = _path(getattr(own, name))
         if path:
             yield f"-{name}", path
-    transforms = getattr(config, "transforms_configs", None)
+    transforms = own.transforms_configs
     if transforms is not None:
         dumped = transforms.model_dump() if hasattr(transforms, "model_dump") else transforms
         yield from _transform_files(dumped, "transforms_configs")
@@ -65,8 +68,8 @@ def _transform_files(value, where: str):
                 yield from _transform_files(item, f"{where}.{key}")
 
 
-def _model_directories(config) -> list[str]:
-    paths = getattr(config, "model_path", None)
+def _model_directories(own: Settings) -> list[str]:
+    paths = own.model_path
     return [p for p in ([paths] if isinstance(paths, str) else paths or []) if isinstance(p, str) and os.path.isdir(p)]
 
 

@@ -57,11 +57,10 @@ def validate(config, run: bool = True) -> None:
     for sizes eole fails on with a traceback (``validate_sizes``; stock eole answers -max_length 0 with empty
     lines, which stays so where none of our options is given). ``run``: also what ``eole predict``'s run cannot
     do with its files (``options.check_run``); eole's server, whose config names no input, leaves it out."""
-    flags = Flags.read(config, EOLE)
-    validate_sizes(config, max_length_zero=not flags.active)
-    _check_model_paths(config)
-    _validate(config, run=run, toolkit=EOLE)
-    own = Settings.read(config)
+    flags, own = Flags.read(config, EOLE), Settings.read(config)
+    validate_sizes(own, max_length_zero=not flags.active)
+    _check_model_paths(own)
+    _validate(config, run=run, toolkit=EOLE, flags=flags, own=own)
     sampling = own.top_k != 0 or own.top_p != 0
     if sampling and (flags.stopping != "default" or flags.length_reward > 0 or flags.bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "

@@ -172,9 +172,11 @@ def patch_predict_command() -> None:
 
     def build_config(cls, args):
         from onmt_optimal.eole import files
+        from onmt_optimal.options import Settings
 
-        config = _built(stock_build, cls, args)
-        files.check(config, getattr(args, "config", None))
+        given = Settings.read(args)  # the command line's (the -config file's options are the config's)
+        config = _built(stock_build, cls, args, given)
+        files.check(config, given.config)
         options.validate(config)
         for warning in options.option_warnings(config):
             sys.stderr.write(f"{PROG}: warning: {warning}\n")
@@ -189,19 +191,20 @@ def patch_predict_command() -> None:
     Predict.run = classmethod(mark(run))  # the last: a call that finds it ours has nothing left to do
 
 
-def _built(stock_build, cls, args):
+def _built(stock_build, cls, args, given):
     """eole's ``build_config``, with what it raises about the config file (missing, not YAML) and the options
-    (pydantic's ``ValidationError``: an unknown key, a value of the wrong type) as one-line ``OptionError``s."""
+    (pydantic's ``ValidationError``: an unknown key, a value of the wrong type) as one-line ``OptionError``s;
+    ``given``: the command line's ``Settings``."""
     import yaml
     from pydantic import ValidationError
 
     from onmt_optimal.adapter import yaml_guard
     from onmt_optimal.eole import options
 
-    path = getattr(args, "config", None)
+    path = given.config
     if path is not None:
         yaml_guard.check("-config", path)
-    models = getattr(args, "model_path", None)  # (pydantic's "undefined" where the -config gives it)
+    models = given.model_path  # (pydantic's "undefined" where the -config gives it)
     for model in [models] if isinstance(models, str) else models if isinstance(models, (list, tuple)) else []:
         if isinstance(model, str) and os.path.isdir(model):
             options.check_model_files(model)  # eole reads its config.json here: a damaged one, in one line

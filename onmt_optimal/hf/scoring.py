@@ -2,7 +2,7 @@
 
 transformers scores a finished beam hypothesis ``sum log p / t ** length_penalty`` (``_update_finished_beams``),
 where ``t`` counts the tokens generated after the decoder prompt, its end token included, and ``sum log p`` is
-the running sum of the (processed) log-probabilities: the same number as ``StepView.step`` and
+the running sum of the (processed) log-probabilities: the same number as ``StepView.t`` and
 ``StepView.log_prob`` of the search core at the step the hypothesis ends (``|y| = t - 1`` words after an end
 token, ``t`` when cut at ``max_length``: either way the penalty's length is ``t``). ``final`` computes it with the
 same operation as transformers (a float32 tensor divided by the Python number ``t ** length_penalty``), so
@@ -57,10 +57,10 @@ class LengthPenalty(_Targeted):
         if self.length_penalty == 0:  # x / 1.0 is x, bit for bit: the sum itself (Kept then stores it once)
             return view.log_prob
         # transformers' float32 operation: a tensor divided by the Python number t ** lp
-        return view.log_prob / (view.step ** self.length_penalty)
+        return view.log_prob / (view.t ** self.length_penalty)
 
     def bound(self, view: StepView) -> torch.Tensor:
-        lp, t, T = self.length_penalty, view.step, view.max_length
+        lp, t, T = self.length_penalty, view.t, view.max_length
         if lp == 0:
             return view.log_prob
         if self.bound_mode == "exact":

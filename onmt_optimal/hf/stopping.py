@@ -38,6 +38,6 @@ class TransformersRule(StoppingRule):
         full = worst > float("-inf")
         if self.early_stopping is True:
             return full
-        length = view.max_length if self.early_stopping == "never" and self.length_penalty > 0 else view.step
+        length = view.max_length if self.early_stopping == "never" and self.length_penalty > 0 else view.t
         possible = view.best_running / (length ** self.length_penalty)  # transformers' float32 operation
         return full & (possible <= worst)

@@ -25,20 +25,22 @@ def check_command(opt) -> None:
     from onmt_optimal import options
     from onmt_optimal.opennmt import run_files
 
-    options.validate_sizes(opt)
-    check_ensemble(opt)
-    options.check_run(opt, reads=run_files.reads(opt), writes=run_files.writes(opt))
+    flags, own = options.Flags.read(opt), options.Settings.read(opt)
+    options.validate_sizes(own)
+    check_ensemble(own)
+    options.check_run(opt, reads=run_files.reads(own), writes=run_files.writes(own, flags), flags=flags, own=own)
 
 
 def check_ensemble(opt) -> None:
     """OpenNMT-py 3.5.1's ensemble (several ``-model`` files) averages the models' attention into none a beam can
     index: ``-replace_unk`` and ``-attn_debug`` ended in an IndexError traceback once the models had loaded."""
-    from onmt_optimal.options import OptionError
+    from onmt_optimal.options import OptionError, Settings
 
-    models = getattr(opt, "models", None)
+    own = Settings.read(opt)
+    models = own.models
     if isinstance(models, list) and len(models) > 1:
         for flag in ("replace_unk", "attn_debug"):
-            if getattr(opt, flag, False):
+            if getattr(own, flag):
                 raise OptionError(f"-{flag} needs one model's attention: OpenNMT-py 3.5.1's ensemble of "
                                   f"{len(models)} -model files has none a beam can use; give one -model")
 

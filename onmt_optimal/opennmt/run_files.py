@@ -20,15 +20,22 @@ WRITTEN = ("output", "stats_file", "log_file", "dump_beam")
 
 def reads(opt) -> list[tuple[str, str]]:
     """The files the run reads: each ``-model``, then ``READ``, those given."""
-    models = getattr(opt, "models", None) or []
+    from onmt_optimal.options import Settings
+
+    own = Settings.read(opt)
+    models = own.models or []
     pairs = [("-model", path) for path in ([models] if isinstance(models, str) else models)]
-    pairs += [(f"-{name}", getattr(opt, name, None)) for name in READ]
+    pairs += [(f"-{name}", getattr(own, name)) for name in READ]
     return [(flag, path) for flag, path in pairs if path and isinstance(path, str)]
 
 
-def writes(opt) -> list[tuple[str, str]]:
-    """The files the run writes, those given."""
-    pairs = [(f"-{name}", getattr(opt, name, None)) for name in WRITTEN]
+def writes(opt, flags=None) -> list[tuple[str, str]]:
+    """The files the run writes, those given (``flags``: ``opt``'s ``Flags``, where the caller has read them:
+    -stats_file is ours)."""
+    from onmt_optimal.options import Flags, Settings
+
+    own, flags = Settings.read(opt), Flags.read(opt) if flags is None else flags
+    pairs = [(f"-{name}", getattr(flags if name == "stats_file" else own, name)) for name in WRITTEN]
     return [(flag, path) for flag, path in pairs if path and isinstance(path, str)]
 
 
@@ -38,10 +45,11 @@ def save_config_problem(opt, paths) -> str | None:
     ``options._check_distinct``'s refusal, as a line (configargparse writes the file while it parses)."""
     from onmt_optimal.options import OptionError, _check_distinct, _check_writable
 
+    read = reads(opt)
     for path in paths or ():
         try:
             _check_writable("-save_config", str(path))  # (configargparse's own refusal was a traceback)
-            _check_distinct(opt, reads=reads(opt), writes=(("-save_config", str(path)),))
+            _check_distinct(opt, reads=read, writes=(("-save_config", str(path)),))
         except OptionError as err:
             return str(err)
     return None

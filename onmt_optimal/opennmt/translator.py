@@ -31,7 +31,7 @@ from onmt_optimal.adapter.translator import RecordKeeping
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.opennmt.output import RunOutput
-from onmt_optimal.options import Flags, Options
+from onmt_optimal.options import Flags, Options, Settings
 from onmt_optimal.progress import count_lines, sentence_bar
 
 
@@ -157,7 +157,7 @@ class CertifiedTranslator(RecordKeeping, Translator):
         opt = self._opt
         if self.progress is not None or not Flags.read(opt).progress:
             return None
-        total = count_lines(getattr(opt, "src", None))
+        total = count_lines(Settings.read(opt).src)
         bar = sentence_bar(total)
 
         def advance(n):

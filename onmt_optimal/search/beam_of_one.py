@@ -54,7 +54,7 @@ def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bo
         end = start + 1
         while end < B and steps[order[end]] == t:
             end += 1
-        view = StepView(log_prob=lp[start:end], eos=eos[start:end], src_len=src[start:end], step=t,
+        view = StepView(log_prob=lp[start:end], eos=eos[start:end], src_len=src[start:end], t=t,
                         max_length=max_length)
         parts.append(torch.cat([score.final(view) for score, _ in rules], dim=1))  # (n, R)
         start = end

@@ -61,7 +61,7 @@ class StepView:
     #: (B, beam) bool: the item's token is EOS (if it ends now, ``|y| = t - 1``; else ``|y| = t``, cut at ``T``)
     eos: torch.Tensor
     src_len: torch.Tensor  # (B,) float: |x|
-    step: int  # t
+    t: int  # the decoding step's index: tokens generated so far, its end token included
     max_length: int  # T
     stock_score: torch.Tensor | None = None  # (B, beam): the beam's own score of the item if it ends now
     #: what a rule computes once per batch (its target lengths, a constant part of its bound): the search keeps
@@ -74,7 +74,7 @@ class StepView:
     @cached_property
     def out_len(self) -> torch.Tensor:
         """(B, beam) long: |y| if the item ends now (EOS excluded), made on first use."""
-        return self.step - self.eos.long()
+        return self.t - self.eos.long()
 
     def divide(self, x: torch.Tensor, d: float) -> torch.Tensor:
         """``x / d`` for a Python number ``d``, as the decode's device computes it. CUDA computes a float32 tensor
@@ -188,7 +188,7 @@ class StockScore(_Targeted):
             return view.stock_score
         if not self.normalized:
             return view.log_prob
-        return view.divide(view.log_prob, self._lp(view.step + 1))  # the float32 op of OpenNMT-py's advance()
+        return view.divide(view.log_prob, self._lp(view.t + 1))  # the float32 op of OpenNMT-py's advance()
 
     def bound(self, view: StepView) -> torch.Tensor:
         if self.has_coverage:
@@ -196,11 +196,11 @@ class StockScore(_Targeted):
         if not self.normalized:
             return view.log_prob
         if self.bound_mode == "exact":
-            return view.divide(view.log_prob, max(self._lp(view.step + 2), self._lp(view.max_length + 1)))
+            return view.divide(view.log_prob, max(self._lp(view.t + 2), self._lp(view.max_length + 1)))
         # predicted: the longest continuation considered ends at step clamp(l, t+1, T), per example
-        last = self._target(view).clamp(min=view.step + 1, max=view.max_length).ceil().long()
+        last = self._target(view).clamp(min=view.t + 1, max=view.max_length).ceil().long()
         table = self._penalty_table(view.max_length, view.log_prob.device)  # table[t'] = lp(t' + 1)
-        largest = torch.maximum(table[min(view.step + 1, view.max_length)], table[last])
+        largest = torch.maximum(table[min(view.t + 1, view.max_length)], table[last])
         return view.log_prob / largest.to(view.log_prob.dtype)
 
     def _penalty_table(self, T: int, device) -> torch.Tensor:
@@ -237,8 +237,8 @@ class BoundedWordReward(_Targeted):
         # r * min(l, |y|) for the two lengths an item of step t can end with, per example ((B, 1) columns: the
         # same float32 numbers as per item, in fewer operations)
         target, reward = self._target(view), self._reward(view)
-        ended = reward * target.clamp(max=float(view.step - 1))  # |y| = t - 1: its EOS is the t-th token
-        cut = reward * target.clamp(max=float(view.step))  # |y| = t: cut at T without an EOS
+        ended = reward * target.clamp(max=float(view.t - 1))  # |y| = t - 1: its EOS is the t-th token
+        cut = reward * target.clamp(max=float(view.t))  # |y| = t: cut at T without an EOS
         return view.log_prob + torch.where(view.eos, ended, cut)
 
     def bound(self, view: StepView) -> torch.Tensor:
@@ -317,5 +317,5 @@ class BPNorm(_Targeted):
         if self.bound_mode == "exact":
             n = torch.full_like(target, float(view.max_length))
         else:
-            n = target.ceil().clamp(min=float(view.step), max=float(view.max_length))
+            n = target.ceil().clamp(min=float(view.t), max=float(view.max_length))
         return self._score(view.log_prob, n, target)

@@ -45,7 +45,7 @@ class StopView:
     width: torch.Tensor | None  # long: the example's beam size now (a shrinking beam only)
     n_best: int
     best_running: torch.Tensor | None = None  # float: the toolkit's best running sum (transformers' rule)
-    step: int = 0  # t: tokens generated so far
+    t: int = 0  # the decoding step's index: tokens generated so far
     max_length: int = 0  # T: the most tokens an example may generate
 
     @property

@@ -22,7 +22,7 @@ told to, e.g. ``-ban_unk_token``; a ``Scorer`` may ban tokens by giving them ``-
 
 Arithmetic is the beam's: the cumulative log-probability of a prefix is accumulated in float32 as
 ``prev + token_logp``, one token at a time, and every score and bound is computed by the rule objects on a
-float32 ``StepView`` (``src_len = tensor([|x|])``, ``step = t``, ``max_length = T``), vectorised over the
+float32 ``StepView`` (``src_len = tensor([|x|])``, ``t``, ``max_length = T``), vectorised over the
 ``V`` children of a node. So on equal log-probabilities the oracle and the beam compute bit-identical scores.
 
 Search invariants (``exact_search``):
@@ -146,7 +146,7 @@ class _Views:
         self.is_eos[0, eos] = True
 
     def view(self, cum: torch.Tensor, t: int) -> StepView:
-        return StepView(log_prob=cum.view(1, -1), eos=self.is_eos, src_len=self.src_len, step=t,
+        return StepView(log_prob=cum.view(1, -1), eos=self.is_eos, src_len=self.src_len, t=t,
                         max_length=self.T)
 
 
@@ -173,7 +173,7 @@ def rescore(scorer: Scorer, rule: ScoringRule, tokens: Sequence[int], *, src_len
     t = len(tokens)
     length = t - 1 if ended else t
     view = StepView(log_prob=cum.view(1, 1), eos=torch.tensor([[ended]]),
-                    src_len=torch.tensor([float(src_len)], dtype=torch.float32), step=t,
+                    src_len=torch.tensor([float(src_len)], dtype=torch.float32), t=t,
                     max_length=max_length)
     return float(rule.final(view)[0, 0]), float(cum), length, ended
 

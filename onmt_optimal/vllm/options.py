@@ -47,8 +47,13 @@ def search(llm, params, stopping="optimal", length_reward=0.0, length_ratio=None
     if not isinstance(params, BeamSearchParams):
         raise TypeError(f"params must be a vllm.sampling_params.BeamSearchParams, got {type(params).__name__}")
     return rules(flags(stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
-                       bp_norm=bp_norm), params, getattr(llm.model_config, "logprobs_mode", "raw_logprobs"),
-                 getattr(llm.model_config, "max_model_len", None))
+                       bp_norm=bp_norm), params, *engine(llm.model_config))
+
+
+def engine(model_config) -> tuple[str, int | None]:
+    """What the search reads of vLLM's engine (its ``ModelConfig``, or None): its ``logprobs_mode`` and its
+    ``max_model_len``, at vLLM's defaults where the config lacks them; ``rules``' last two arguments."""
+    return getattr(model_config, "logprobs_mode", "raw_logprobs"), getattr(model_config, "max_model_len", None)
 
 
 def flags(**values) -> Flags:

@@ -127,7 +127,7 @@ class Prompts:
                 place[n, :k, 0] = torch.arange(p.seen, p.seen + k)
                 p.seen += k
         src_len = self.facts[:, 0]
-        view = StepView(log_prob=log_prob, eos=ends, src_len=src_len, step=t, max_length=self.T, stock_score=stock,
+        view = StepView(log_prob=log_prob, eos=ends, src_len=src_len, t=t, max_length=self.T, stock_score=stock,
                         memo=self.memo)
         step.collect(self.rules, self.state, completed, step.finals(self.rules.rules, view), log_prob, 0, place)
         live = torch.zeros((B, W), dtype=torch.bool)
@@ -143,7 +143,7 @@ class Prompts:
         if not at_max:
             score, stop = self.rules.rules[0]
             bounds = [step.best_bound(score, StepView(log_prob=sums, eos=torch.zeros_like(live), src_len=src_len,
-                                                      step=t, max_length=self.T, memo=self.memo), live)
+                                                      t=t, max_length=self.T, memo=self.memo), live)
                       if stop.needs_bound else None]
         done = step.decide(self.rules, self.state, t, at_max, completed, bounds, max_length=self.T).view(-1)
         if not bool(done.any()):

@@ -4,7 +4,7 @@ vLLM 0.32 ranks beams and answers by ``get_beam_search_score`` (``vllm/entrypoin
 utils.py``): ``cum_logprob / max(L, 1) ** length_penalty``, where ``cum_logprob`` is the Python (float64) sum of
 the float32 log-probabilities of the generated tokens and ``L = len(tokens)``, the *prompt's tokens included*,
 less one when the last token is the end token. In the search core's terms, for a hypothesis of step ``t``
-(``StepView.step``: tokens generated, its end token included) and a prompt of ``P`` tokens
+(``StepView.t``: tokens generated, its end token included) and a prompt of ``P`` tokens
 (``StepView.src_len``), ``L = P + |y|`` with ``|y| = StepView.out_len`` (``t - 1`` after an end token, ``t``
 for one cut at ``max_tokens`` without one).
 
@@ -73,7 +73,7 @@ class VLLMLengthPenalty(ScoringRule):
         if self.length_penalty == 0:
             return view.log_prob
         largest = view.once((id(self), "D"), lambda: self._suffix_max(view))  # (B, T + 1)
-        return view.log_prob / largest[:, view.step:view.step + 1]
+        return view.log_prob / largest[:, view.t:view.t + 1]
 
     def _suffix_max(self, view: StepView) -> torch.Tensor:
         """(B, T + 1): at column ``t``, ``max(d(L) for L in P + t .. P + T)`` of each prompt."""

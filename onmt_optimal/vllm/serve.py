@@ -136,10 +136,8 @@ def _beam_search(self, prompt, request_id, params, lora_request=None, trace_head
         return _beam_search.stock(self, prompt, request_id, params, lora_request, trace_headers, session_id)
     from onmt_optimal.vllm import online, options
 
-    config = getattr(self, "model_config", None)
-    mode = getattr(config, "logprobs_mode", "raw_logprobs")
     try:
-        search = options.rules(options.flags(**values), params, mode, getattr(config, "max_model_len", None))
+        search = options.rules(options.flags(**values), params, *options.engine(getattr(self, "model_config", None)))
     except (TypeError, ValueError) as bad:
         raise Refused(f"vllm_xargs: {bad}") from None
     answered: list = []

@@ -14,7 +14,7 @@ from helpers.tiers import examples
 
 def view(log_prob: float, t: int, T: int, eos: bool, src_len: int = 3) -> StepView:
     return StepView(log_prob=torch.tensor([[log_prob]], dtype=torch.float32), eos=torch.tensor([[eos]]),
-                    src_len=torch.tensor([float(src_len)]), step=t, max_length=T)
+                    src_len=torch.tensor([float(src_len)]), t=t, max_length=T)
 
 
 def walk(model, rule, prefix, log_prob, T, ancestors, checked):
@@ -49,7 +49,7 @@ def test_a_looser_denominator_is_caught():
     estimate) is not admissible for ``length_penalty > 0``."""
     class CurrentLength(LengthPenalty):
         def bound(self, view):
-            return view.log_prob / ((view.step + 1) ** self.length_penalty)
+            return view.log_prob / ((view.t + 1) ** self.length_penalty)
 
     failures = 0
     for seed in range(20):
@@ -65,6 +65,6 @@ def test_final_is_transformers_number():
     counted in ``t``."""
     sums = torch.tensor([[-3.7, -0.2]], dtype=torch.float32)
     for lp in (0.0, 0.6, 1.0, 2.0):
-        v = StepView(log_prob=sums, eos=torch.tensor([[True, False]]), src_len=torch.tensor([2.0]), step=4,
+        v = StepView(log_prob=sums, eos=torch.tensor([[True, False]]), src_len=torch.tensor([2.0]), t=4,
                      max_length=9)
         assert torch.equal(LengthPenalty(lp).final(v), sums / (4 ** lp))

@@ -81,7 +81,7 @@ def test_the_comparison_with_transformers_can_fail(monkeypatch):
     assert all(agrees_with_transformers(*case) for case in cases)
 
     def current_length(self, view):
-        return view.log_prob / (view.step ** self.length_penalty)
+        return view.log_prob / (view.t ** self.length_penalty)
 
     with monkeypatch.context() as patch:
         patch.setattr("onmt_optimal.hf.scoring.LengthPenalty.bound", current_length)

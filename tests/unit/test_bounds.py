@@ -19,7 +19,7 @@ from helpers.synthetic import BOS, EOS, PAD, SyntheticModel
 def view(rule, log_prob, t, T, src_len, eos, like_cuda=False):
     lp = torch.tensor([[log_prob]], dtype=torch.float32)
     return StepView(log_prob=lp, eos=torch.tensor([[bool(eos)]]),
-                    src_len=torch.tensor([float(src_len)]), step=t, max_length=T, like_cuda=like_cuda)
+                    src_len=torch.tensor([float(src_len)]), t=t, max_length=T, like_cuda=like_cuda)
 
 
 def walk(model, rule, prefix, log_prob, T, src_len, ancestors, checked, like_cuda=False):
@@ -79,8 +79,8 @@ def test_a_division_as_cuda_computes_it():
     x = torch.linspace(-40.0, -0.01, 20001, dtype=torch.float32).view(1, -1)
     d = 1.9**0.6  # an OpenNMT-py length penalty, in double as it computes them
     inverse = torch.tensor(1.0, dtype=torch.float32) / torch.tensor(d, dtype=torch.float32)
-    plain = StepView(log_prob=x, eos=x > 0, src_len=torch.ones(1), step=1, max_length=2)
-    cuda = StepView(log_prob=x, eos=x > 0, src_len=torch.ones(1), step=1, max_length=2, like_cuda=True)
+    plain = StepView(log_prob=x, eos=x > 0, src_len=torch.ones(1), t=1, max_length=2)
+    cuda = StepView(log_prob=x, eos=x > 0, src_len=torch.ones(1), t=1, max_length=2, like_cuda=True)
     assert torch.equal(plain.divide(x, d), x / d)
     assert torch.equal(cuda.divide(x, d), x * inverse)
     assert not torch.equal(x / d, x * inverse)  # the two differ somewhere: the flag matters
@@ -92,7 +92,7 @@ def test_word_reward_bound_rounds_as_its_score():
     adds log p = 0 scored above its prefix's bound (-11.925446 > -11.925447)."""
     rule, T, log_prob = WordReward(1.2), 3, -15.525446891784668
     prefix = StepView(log_prob=torch.tensor([[log_prob]]), eos=torch.tensor([[False]]), src_len=torch.tensor([1.0]),
-                      step=2, max_length=T)
+                      t=2, max_length=T)
     ended = StepView(log_prob=torch.tensor([[log_prob]]), eos=torch.tensor([[False]]), src_len=torch.tensor([1.0]),
-                     step=T, max_length=T)
+                     t=T, max_length=T)
     assert float(rule.final(ended)) <= float(rule.bound(prefix))

@@ -534,7 +534,7 @@ def test_the_host_divides_as_the_cuda_device(case):
     for t in range(1, case["max_length"] + 1):
         def view(log_prob, like_cuda):
             return StepView(log_prob=log_prob, eos=log_prob > 0, src_len=torch.ones(64, device=log_prob.device),
-                            step=t, max_length=case["max_length"], like_cuda=like_cuda)
+                            t=t, max_length=case["max_length"], like_cuda=like_cuda)
         device, host = view(x.to(DEVICE), False), view(x, True)
         assert torch.equal(rule.final(device).cpu(), rule.final(host))
         assert torch.equal(rule.bound(device).cpu(), rule.bound(host))

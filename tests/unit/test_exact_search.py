@@ -68,7 +68,7 @@ def brute_force(model, example, T, rule, src_len):
         eos = torch.zeros((len(prefixes), V), dtype=torch.bool)
         eos[:, EOS] = True  # |y| = step - 1 (else step, cut at T)
         view = StepView(log_prob=child.reshape(1, -1), eos=eos.reshape(1, -1),
-                        src_len=torch.tensor([float(src_len)]), step=step, max_length=T)
+                        src_len=torch.tensor([float(src_len)]), t=step, max_length=T)
         final = rule.final(view).view(len(prefixes), V)
         complete = torch.zeros(V, dtype=torch.bool)
         complete[EOS] = True

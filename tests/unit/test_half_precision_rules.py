@@ -25,7 +25,7 @@ HALF = [torch.float16, torch.bfloat16]
 
 def view(log_prob: torch.Tensor, t, T, src_len, eos):
     return StepView(log_prob=log_prob.view(1, 1), eos=torch.tensor([[bool(eos)]]),
-                    src_len=torch.tensor([float(src_len)]), step=t, max_length=T)
+                    src_len=torch.tensor([float(src_len)]), t=t, max_length=T)
 
 
 def walk(model, rule, dtype, prefix, log_prob, T, src_len, ancestors, checked):
@@ -76,9 +76,9 @@ def test_a_length_reward_is_added_in_float32(dtype, rule):
     The score of a half-precision ``log p`` is float32's score of the same number, and so is its bound."""
     log_prob = torch.tensor([[-1.703125, -8.25]], dtype=dtype)
     for t, T in ((7, 30), (16, 30), (30, 30)):
-        half = StepView(log_prob=log_prob, eos=torch.tensor([[True, False]]), src_len=torch.tensor([4.0]), step=t,
+        half = StepView(log_prob=log_prob, eos=torch.tensor([[True, False]]), src_len=torch.tensor([4.0]), t=t,
                         max_length=T)
-        full = StepView(log_prob=log_prob.float(), eos=half.eos, src_len=half.src_len, step=t, max_length=T)
+        full = StepView(log_prob=log_prob.float(), eos=half.eos, src_len=half.src_len, t=t, max_length=T)
         assert rule.final(half).dtype == torch.float32
         assert torch.equal(rule.final(half), rule.final(full))
         assert torch.equal(rule.bound(half), rule.bound(full))

@@ -41,7 +41,7 @@ def _run(rule: str, records: bool, seed: int, B: int = 3, beam: int = 3):
             real &= torch.arange(beam) < state.width
         completed = real if at_max else real & eos
         state.live = real != completed
-        view = StepView(log_prob=log_prob, eos=eos, src_len=src_len, step=t, max_length=T)
+        view = StepView(log_prob=log_prob, eos=eos, src_len=src_len, t=t, max_length=T)
         step.collect(plan, state, completed, step.finals(rules, view), log_prob, t, seq)
         bounds = None if at_max else [step.best_bound(score, view, state.live) if stop.needs_bound else None
                                       for score, stop in rules]

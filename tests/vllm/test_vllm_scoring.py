@@ -19,7 +19,7 @@ LOGPROB = st.floats(-30, 0, allow_nan=False, allow_infinity=False)
 
 def view(sums, eos, P, t, T):
     return StepView(log_prob=torch.tensor([sums], dtype=torch.float64), eos=torch.tensor([eos]),
-                    src_len=torch.tensor([float(P)], dtype=torch.float64), step=t, max_length=T)
+                    src_len=torch.tensor([float(P)], dtype=torch.float64), t=t, max_length=T)
 
 
 @given(lp=PENALTIES, P=st.integers(1, 20), t=st.integers(1, 20), extra=st.integers(0, 10),

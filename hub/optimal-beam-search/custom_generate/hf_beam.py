@@ -143,7 +143,7 @@ def advance(c: Constants, state: Running, log_probs: torch.Tensor, t: int):
         completed &= slots < core.width
     quiet = c.free_reads and not at_max and not bool(completed.any())
     if not quiet:
-        view = StepView(log_prob=top[:, :b], eos=eos[:, :b], src_len=state.src_len, step=t, max_length=c.T,
+        view = StepView(log_prob=top[:, :b], eos=eos[:, :b], src_len=state.src_len, t=t, max_length=c.T,
                         memo=state.memo)
         # each candidate's tokens: the last prompt token (``Kept``'s start column), then its t tokens
         prev = state.sequences.view(N, b, -1)[:, :, c.prompt_len - 1:]
@@ -161,7 +161,7 @@ def advance(c: Constants, state: Running, log_probs: torch.Tensor, t: int):
     rules = c.rules.rules
     if not at_max and any(stop.needs_bound for _, stop in rules):
         # the rules of one decode share their score (``options.search``): one bound, of the running sums
-        view = StepView(log_prob=scores, eos=torch.zeros_like(live), src_len=state.src_len, step=t,
+        view = StepView(log_prob=scores, eos=torch.zeros_like(live), src_len=state.src_len, t=t,
                         max_length=c.T, memo=state.memo)
         bounds = [step.best_bound(rules[0][0], view, live)] * len(rules)
     done = step.decide(c.rules, core, t, at_max, completed, bounds, best_running=scores[:, :1], max_length=c.T)

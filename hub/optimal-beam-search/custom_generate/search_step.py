@@ -36,11 +36,11 @@ __all__ = ["best_bound", "codes", "collect", "decide", "finals", "step"]
 
 def step(rules: Rules, state: State, view: StepView, completed: torch.Tensor, quiet: bool, seq: torch.Tensor,
          attn: torch.Tensor | None = None) -> torch.Tensor:
-    """Step ``view.step``: ``collect`` what completed (unless the step is ``quiet``: nothing completed), each
+    """Step ``view.t``: ``collect`` what completed (unless the step is ``quiet``: nothing completed), each
     rule's ``best_bound`` of the items ``state.live`` marks (none at ``T``), and ``decide``; returns ``decide``'s
     ``(B, 1)`` column. ``completed``, ``seq`` and ``attn`` as in ``collect``; ``state.live`` is the items still
     live after the step."""
-    t, T = view.step, view.max_length
+    t, T = view.t, view.max_length
     at_max = t >= T
     if not quiet:
         collect(rules, state, completed, finals(rules.rules, view), view.log_prob, t, seq, attn)
@@ -144,4 +144,4 @@ def _done(rules: Rules, state: State, r: int, completed, bounds, best_running, t
     return rules.rules[r][1].done(StopView(
         completed=completed, completions=state.completions, kept_score=kept_score,
         best_bound=None if bounds is None else bounds[r], width=state.width, n_best=rules.n_best,
-        best_running=best_running, step=t, max_length=max_length))
+        best_running=best_running, t=t, max_length=max_length))
