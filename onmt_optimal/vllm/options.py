@@ -36,9 +36,9 @@ class Search:
     n_best: int
 
 
-def search(llm, params, stopping="optimal", length_reward=0.0, length_ratio=None, bp_norm=False) -> Search:
-    """The rules ``optimal_beam_search``'s arguments ask for (``rules``), or one ``TypeError``/``ValueError`` line,
-    ``llm`` and ``params`` checked first."""
+def search(llm, params, stopping, length_reward, length_ratio, bp_norm) -> Search:
+    """The rules ``optimal_beam_search``'s arguments ask for (``rules``; their defaults are the option table's, in
+    that function's signature), or one ``TypeError``/``ValueError`` line, ``llm`` and ``params`` checked first."""
     from vllm import LLM
     from vllm.sampling_params import BeamSearchParams
 
