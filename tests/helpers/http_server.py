@@ -1,5 +1,5 @@
 """A toolkit's HTTP server, started by a test on 127.0.0.1 at a free port and stopped by it, and a plain HTTP
-client (the standard library's ``urllib``). Shared by the OpenNMT-py and eole tiers."""
+client (the standard library's ``urllib``). Shared by the OpenNMT-py and eole tiers (and ``free_port`` by vLLM's)."""
 from __future__ import annotations
 
 import json
