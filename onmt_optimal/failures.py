@@ -2,9 +2,9 @@
 
 ``run(prog, main, describe)`` calls ``main()`` with SIGTERM and SIGHUP (the terminal or SSH session that ran it
 closed) turned into an exception (``Terminated``), and a log file that cannot be written (``-log_file`` on a full
-disk) into a ``Fault`` (``LogFileError``, where logging printed a traceback per record and went on), so that a run stopped by Ctrl-C (SIGINT,
-``KeyboardInterrupt``), SIGTERM or SIGHUP unwinds as one that failed: the outputs not yet committed are removed
-(``atomic``), every earlier file stays as it was. Then it ends the command:
+disk) into a ``Fault`` (``LogFileError``, where logging printed a traceback per record and went on), so that a
+run stopped by Ctrl-C (SIGINT, ``KeyboardInterrupt``), SIGTERM or SIGHUP unwinds as one that failed: the outputs
+not yet committed are removed (``atomic``), every earlier file stays as it was. Then it ends the command:
 
 * a ``Fault`` (bad options, an unreadable input, a file that is no model) or an ``atomic.OutputError`` (a failed
   write): ``PROG: error: ...`` and the fault's ``status`` (2 for options, as argparse, 1 otherwise);
