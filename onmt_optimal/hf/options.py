@@ -3,7 +3,7 @@ one ``ValueError`` line for what it cannot honour.
 
 The search's own arguments (``option_table``'s options that transformers takes: ``stopping``, ``length_reward``,
 ``length_ratio``, ``bp_norm``, ``bound``, ``drop_finished``) are validated and select the (scoring, stopping)
-rules as the other toolkits' options do (``options.check_search``, ``options.Flags.rules``); the score is
+rules as the other toolkits' options do (``flags.check_search``, ``flags.Flags.rules``); the score is
 transformers' own ``length_penalty`` unless a length reward or BP-norm replaces it, and ``stopping="default"``
 is transformers' own ``early_stopping`` rule.
 
@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from onmt_optimal.errors import OptionError
+from onmt_optimal.flags import Flags, check_search
 from onmt_optimal.hf.scoring import LengthPenalty
 from onmt_optimal.hf.stopping import TransformersRule
 from onmt_optimal.option_table import HF, spell
-from onmt_optimal.options import Flags, OptionError, check_search
 from onmt_optimal.search import limits
 
 #: logits processors that work as in transformers' beam search (class names, as in transformers 5.17 to 5.23)
@@ -148,7 +149,7 @@ def check_settings(generation_config, logits_processor, stopping_criteria) -> No
 def search(generation_config, **values) -> Search:
     """The rules the search's keyword arguments (``values``: ``option_table``'s, transformers' defaults for the
     others) ask for on ``generation_config``'s score, or one-line ``OptionError`` (a ``ValueError``;
-    ``options.check_search``, and ``stopping="default"``, transformers' rule on its own score, with another)."""
+    ``flags.check_search``, and ``stopping="default"``, transformers' rule on its own score, with another)."""
     flags = Flags.of(HF, **values)
     lp, T = generation_config.length_penalty, generation_config.max_length
     check_search(flags, HF, T, [limits.exponent_error(spell(HF, "length_penalty"), lp, "avg", T)],
