@@ -1,7 +1,5 @@
-"""The errors a user can act on, each one line: ``Fault`` (the base: a command ends on it with ``PROG: error: ...``
-and its ``status``, ``failures.run``), ``OptionError`` (a value or combination of options the search cannot
-honour) and ``OptionTypeError`` (a value of the wrong kind). Nothing here touches the process: the Hub folder
-carries this module (``make hub``), where only torch and transformers are installed.
+"""The errors a user can act on, each one line: ``Fault`` (a command ends on it with ``PROG: error: ...`` and
+its ``status``: ``failures.run``), ``OptionError`` (option values the search cannot honour), ``OptionTypeError``.
 """
 from __future__ import annotations
 

@@ -1,15 +1,10 @@
-"""What the search's options mean and which values it takes, for every toolkit: the one record of their values
-(``Flags``) and the one validation of the search's values and combinations (``check_search``).
-
-The options themselves (names, types, defaults, allowed values, help) are declared once, in ``option_table``.
-``Flags`` is the one frozen record of their values, made from that table: ``Flags.read`` reads them from parsed
-options (OpenNMT-py's ``opt``, eole's config: the same names), ``Flags.of`` from a Python call's keyword
-arguments (transformers', vLLM's); ``Flags.active`` is the one answer to "are our flags on" and ``Flags.rules``
-the one way the (scoring, stopping) rules are built (``search.registry.rules``). ``check_search`` is the one
-validation of the search's values and combinations, for every toolkit, with one wording of each error (the
-option spelled as the toolkit's user writes it: ``option_table.spell``), raised as ``errors.OptionError``.
-What a toolkit's command line adds (its own options, the files a run reads and writes) is ``options``'s; this
-module reads no file and touches nothing of the process, so that the Hub folder carries it (``make hub``).
+"""What the search's options mean and which values they take, for every toolkit: ``Flags``, the one frozen record
+of their values (one field per option of ``option_table.TABLE``: ``read`` from a toolkit's parsed options, ``of``
+from a Python call's keyword arguments; ``active``: are our options on; ``rules``: the (scoring, stopping) rules
+they select, ``search.registry.rules``), and ``check_search``, the one validation of the search's values and
+combinations, with one wording of each error (the option spelled as the toolkit's user writes it:
+``option_table.spell``). A toolkit run's own options and files are ``options``'s; nothing here touches a file
+or the process.
 """
 from __future__ import annotations
 
