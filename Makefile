@@ -5,7 +5,7 @@
 #                (counts and slowest tests listed at the end)
 #   make test-fast  set up, then the fast tier: no training, no process started, fewer Hypothesis examples
 #   make test-stock  set up, then the stock-contract tests (OpenNMT-py's own suite hook on and off, and more)
-#   make hub     copy the transformers loop into the Hub folder hub/optimal-beam-search (docs/hf.md)
+#   make hub     build the Hub folder build/hub/optimal-beam-search (docs/hf.md)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -148,9 +148,8 @@ $(HF_STAMP): $(STAMP) requirements-hf.txt
 test-hf: setup-hf
 	$(BIN)/python -m pytest -q --durations=5 tests/hf
 
-# the Hub folder hub/optimal-beam-search (docs/hf.md): copy onmt_optimal.hf and every package module it imports
-# into its custom_generate/, imports made relative (the standard library alone: no set-up needed);
-# tests/hf/test_hf_hub_folder.py fails while the copies differ from what this writes
+# the Hub folder (docs/hf.md): build/hub/optimal-beam-search, from hub/optimal-beam-search/ and copies of the package
+# modules the transformers loop imports, imports made relative (the standard library alone: no set-up needed)
 hub:
 	$(PYTHON) scripts/make_hub.py
 

@@ -25,12 +25,7 @@ import sys
 import threading
 
 from onmt_optimal import atomic, import_hook
-
-
-class Fault(Exception):
-    """A fault the user can act on; its message is one line. ``status``: the exit status."""
-
-    status = 1
+from onmt_optimal.errors import Fault  # the base of the faults a user can act on (also taken from here)
 
 
 class Terminated(BaseException):

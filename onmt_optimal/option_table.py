@@ -1,12 +1,12 @@
 """The one table of the plugin's options: each declared once, with what every toolkit makes of it.
 
 An ``Option`` is a name, a Python type, a default, its allowed values (``choices``, or ``allowed`` in words for a
-range that ``options.check_search`` and ``search.limits`` enforce), one help text and the toolkits that take it,
+range that ``flags.check_search`` and ``search.limits`` enforce), one help text and the toolkits that take it,
 with a toolkit's own default or choices where they differ. From ``TABLE`` come OpenNMT-py's argparse flags
 (``opennmt.options.add_options``), eole's config fields (``eole.options.FIELDS``), the keyword arguments of
 transformers' and vLLM's ``optimal_beam_search`` (their defaults; ``tests/unit/test_option_table.py`` checks the
 signatures), the Ray and ratio arguments of ``onmt-optimal sweep`` (``SWEEP``: ``--ray-workers``, its own help
-and defaults where they differ) and ``options.Flags``, the one frozen record of parsed values. A toolkit's command
+and defaults where they differ) and ``flags.Flags``, the one frozen record of parsed values. A toolkit's command
 line spells an option ``-name`` (both accept ``--name``), a Python call ``name=value`` (``spell``).
 
 This module imports nothing beyond the standard library: the toolkits' import hooks read it.

@@ -1,80 +1,33 @@
-"""What the new options mean, for every toolkit's adapter: their values, their validation and the search they
-select.
+"""What a toolkit's run takes beside the search's options: the toolkit's own options the plugin reads, their
+checks, the files a run reads and writes, and the search a decode runs.
 
-The options themselves (names, types, defaults, allowed values, help) are declared once, in ``option_table``.
-``Flags`` is the one frozen record of their values, made from that table: ``Flags.read`` reads them from parsed
-options (OpenNMT-py's ``opt``, eole's config: the same names), ``Flags.of`` from a Python call's keyword
-arguments (transformers', vLLM's); ``Flags.active`` is the one answer to "are our flags on" and ``Flags.rules``
-the one way the (scoring, stopping) rules are built (``search.registry.rules``). ``check_search`` is the one
-validation of the search's values and combinations, for every toolkit, with one wording of each error (the
-option spelled as the toolkit's user writes it: ``option_table.spell``); ``validate`` runs it, with the checks
-of OpenNMT-py's and eole's other options, once per process with the toolkit's own validation of its command
-line. ``Settings`` is the one typed record of the toolkit's own options the plugin reads (``Settings.read``).
-``OptionError`` carries the one-line message. ``Options`` (frozen) is what a decode runs, made from
-validated options by each toolkit's adapter (``Options.from_opt``, ``Options.from_config``): (scoring, stopping)
-rules sharing one beam, or the toolkit's own search, where the bookkeeping lives and where the statistics go.
-Registering the flags on a toolkit's command line is the adapter's business (``opennmt.options.add_options``,
-``eole.options.config_class``, from the table); the Ray flags' combinations are ``distributed.options``'s.
+What the search's options mean and which values they take is ``flags``'s (``Flags``, the one record of their
+values; ``check_search``, the one validation of the search's values and combinations, for every toolkit); the
+errors are ``errors``'s (``OptionError``, ``OptionTypeError``). Both are imported here under their names, so
+``options.Flags``, ``options.check_search``, ``options.OptionError`` ... stay what they were. ``validate`` runs
+``check_search``, with the checks of OpenNMT-py's and eole's other options, once per process with the toolkit's
+own validation of its command line, and (``check_run``) the checks of the files the run reads and writes.
+``Settings`` is the one typed record of the toolkit's own options the plugin reads (``Settings.read``).
+``Options`` (frozen) is what a decode runs, made from validated options by each toolkit's adapter
+(``Options.from_opt``, ``Options.from_config``): (scoring, stopping) rules sharing one beam, or the toolkit's
+own search, where the bookkeeping lives and where the statistics go. Registering the flags on a toolkit's
+command line is the adapter's business (``opennmt.options.add_options``, ``eole.options.config_class``, from
+the table); the Ray flags' combinations are ``distributed.options``'s.
 """
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass, fields
 
-from onmt_optimal.failures import Fault
-from onmt_optimal.option_table import BY_NAME, EOLE, OPENNMT, TABLE, Placeholder, spell
+# (``Flags``, ``check_search``, ``OptionError``, ``OptionTypeError``, ``_Flags``, ``_raise``: also taken from here)
+from onmt_optimal.errors import OptionError, OptionTypeError
+from onmt_optimal.flags import Flags, _Flags, _raise, check_search
+from onmt_optimal.option_table import EOLE, OPENNMT
 from onmt_optimal.search import limits, registry
 from onmt_optimal.search.transfer import AUTO
 from onmt_optimal.search.scoring import ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
-
-
-class OptionError(Fault, ValueError):
-    """A flag value or combination that cannot be honoured; the message is one line, fit for the user."""
-
-    status = 2  # as argparse's own errors
-
-
-class OptionTypeError(OptionError, TypeError):
-    """An option value of the wrong kind (a string for a number, a number for True or False): an ``OptionError``
-    and, as Python calls expect of an argument of the wrong kind, a ``TypeError``."""
-
-
-class _Flags:
-    """What ``Flags`` does with its fields (one per option of ``option_table.TABLE``)."""
-
-    @classmethod
-    def read(cls, opt, toolkit: str = OPENNMT) -> "Flags":
-        """The values in a toolkit's parsed options; an option it does not register (OpenNMT-py's server and
-        training take its translate options without ours) reads as the toolkit's default."""
-        return cls(**{o.name: getattr(opt, o.name, o.default_for(toolkit)) for o in TABLE})
-
-    @classmethod
-    def of(cls, toolkit: str, **values) -> "Flags":
-        """The values of a Python call's keyword arguments, the others at ``toolkit``'s defaults."""
-        return cls(**{**{o.name: o.default_for(toolkit) for o in TABLE}, **values})
-
-    @property
-    def active(self) -> bool:
-        """Whether the flags ask for our search (else decoding is the toolkit's own): the one definition."""
-        return (self.stopping != "default" or (self.length_reward or 0) > 0 or bool(self.bp_norm)
-                or bool(self.stats_file))
-
-    def rules(self, own_score: Callable[[], ScoringRule],
-              own_stopping: Mapping[str, Callable[[], StoppingRule]] | None = None) -> tuple:
-        """The (scoring, stopping) rules these (validated) values ask for, on the toolkit's own score and
-        stopping rules where no option replaces them (``search.registry.rules``)."""
-        return registry.rules(self.stopping, own_score, length_reward=self.length_reward,
-                              length_ratio=self.length_ratio, bp_norm=self.bp_norm, bound=self.bound,
-                              own_stopping=own_stopping)
-
-
-#: the values of the options (``option_table.TABLE``), read in one place (``read``, ``of``)
-Flags = make_dataclass("Flags", [(o.name, o.annotation, field(default=o.default)) for o in TABLE],
-                       bases=(_Flags,), frozen=True)
-Flags.__module__ = __name__
 
 
 @dataclass(frozen=True)
@@ -439,76 +392,6 @@ def check_run(opt, reads=None, writes=None, flags: Flags | None = None, own: Set
     if flags.active:
         _check_aligned(own)
     _check_device(own, flags)
-
-
-def _raise(problem: str | None, value=None, kind=None) -> None:
-    """``problem`` (if any) as an ``OptionError``: an ``OptionTypeError`` where ``value`` is not of ``kind``."""
-    if problem is None:
-        return
-    if kind is not None and not (isinstance(value, kind) and (kind is bool or not isinstance(value, bool))):
-        raise OptionTypeError(problem)
-    raise OptionError(problem)
-
-
-def check_search(flags: Flags, toolkit: str = OPENNMT, max_length: int | None = None,
-                 own_numbers: Iterable[str | None] = (), length_penalty: str | None = None,
-                 normalized: bool = False, normalized_as: str = "") -> None:
-    """Raise ``OptionError`` (one line, the options spelled as ``toolkit``'s user writes them) for a value of the
-    search's options ``toolkit`` cannot take or a combination the search cannot honour, in this order: the
-    ``stopping`` rule (one of the toolkit's, or a list of distinct ones where it takes a list, with
-    ``shrinking`` alone: it runs a beam of its own); the length reward and ratio (finite float32-safe numbers,
-    ``search.limits``; ``max_length`` bounds the reward); the toolkit's own numbers of the score
-    (``own_numbers``: its complaints, or None); a switch that is not True or False; the ``bound``; then the
-    combinations: a reward or BP-norm with the toolkit's length normalization where it must be off
-    (``length_penalty``, a command line's: ``none``); BP-norm without a ratio or with a reward; ``bound
-    predicted`` on a score that is not normalized (``normalized``, described as ``normalized_as``), or without
-    a ratio. A value of the wrong kind raises ``OptionTypeError``."""
-    def s(name, value=None):
-        return spell(toolkit, name, value)
-
-    stopping = BY_NAME["stopping"]
-    choices, many = stopping.choices_for(toolkit), toolkit in stopping.many
-    names = ([flags.stopping] if isinstance(flags.stopping, str)
-             else list(flags.stopping) if many and isinstance(flags.stopping, (list, tuple)) else [])
-    if not names or any(not isinstance(n, str) or n not in choices for n in names):
-        got = f"(or a list of them), got {flags.stopping!r}" if many else f"(got {flags.stopping!r})"
-        _raise(f"{s('stopping')} must be one of {', '.join(choices)} {got}", flags.stopping,
-               (str, list, tuple) if many else str)
-    if len(set(names)) != len(names):
-        raise OptionError(f"{s('stopping')} names a rule twice (got {flags.stopping!r})")
-    if "shrinking" in names and len(names) > 1:
-        raise OptionError(f"{s('stopping', 'shrinking')} runs a beam of its own: it cannot share a decode with "
-                          f"other rules")
-    _raise(limits.reward_error(s("length_reward"), flags.length_reward, max_length), flags.length_reward,
-           (int, float))
-    _raise(limits.ratio_error(s("length_ratio"), flags.length_ratio), flags.length_ratio, (int, float))
-    for problem in own_numbers:
-        _raise(problem)
-    for option in TABLE:
-        value = getattr(flags, option.name)
-        if option.type is bool and toolkit in option.toolkits and not isinstance(value, bool):
-            raise OptionTypeError(f"{s(option.name)} must be True or False (got {value!r})")
-    bound = BY_NAME["bound"]
-    if toolkit in bound.toolkits and flags.bound not in bound.choices_for(toolkit):
-        _raise(f"{s('bound')} must be one of {', '.join(bound.choices_for(toolkit))} (got {flags.bound!r})",
-               flags.bound, str)
-    reward, ratio, bp_norm = flags.length_reward, flags.length_ratio, flags.bp_norm
-    if length_penalty is not None and (reward > 0 or bp_norm) and length_penalty != "none":
-        what = s("bp_norm") if bp_norm else s("length_reward")
-        raise OptionError(f"{what} replaces length normalization: add {s('length_penalty', 'none')} "
-                          f"(got {s('length_penalty', length_penalty)})")
-    if bp_norm and ratio is None:
-        raise OptionError(f"{s('bp_norm', True)} needs {s('length_ratio', Placeholder('RHO'))} (> 0): its brevity "
-                          f"penalty aims at l = RHO * |x|")
-    if bp_norm and reward > 0:
-        raise OptionError(f"{s('bp_norm')} and {s('length_reward')} are two different scores: choose one")
-    if flags.bound == "predicted":
-        predicted = s("bound", "predicted")
-        if not (bp_norm or normalized) or reward > 0:
-            raise OptionError(f"{predicted} applies to normalized scores ({normalized_as} or {s('bp_norm')})")
-        if ratio is None:
-            raise OptionError(f"{predicted} needs {s('length_ratio', Placeholder('RHO'))} (> 0): it assumes outputs "
-                              f"end by RHO * |x|")
 
 
 def validate(opt, run: bool = True, toolkit: str = OPENNMT, flags: Flags | None = None,

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Copy transformers' decoding loop (``onmt_optimal.hf``) and every package module it imports, at any depth, into
-the Hub folder ``hub/optimal-beam-search/custom_generate/``, so that the folder runs where only torch and
-transformers are installed (``make hub``).
+"""Build the Hub folder of transformers' decoding loop (``make hub``): ``build/hub/optimal-beam-search/``, a
+transformers ``custom_generate`` repository that runs where only torch and transformers are installed.
+
+The folder is made, never committed: its hand-written files come from ``hub/optimal-beam-search/`` (``README.md``;
+``generate.py`` and ``requirements.txt``, which go to ``custom_generate/``), and beside ``generate.py`` go copies
+of the package modules the loop (``onmt_optimal.hf.generate``) imports, at any depth.
 
 transformers loads ``custom_generate/generate.py`` and copies beside it only the files that ``from .<name> import``
 lines name (``get_relative_imports``, recursively, one folder deep), so the copies are flat: the package module
-``onmt_optimal/search/answers.py`` becomes ``search_answers.py``, a package's ``__init__.py`` its folder's name
-(``onmt_optimal/hf/__init__.py``: ``hf.py``, which ``generate.py`` imports). Each import of the package is
-rewritten to a relative one:
+``onmt_optimal/search/answers.py`` becomes ``search_answers.py``. Each import of the package is rewritten to a
+relative one:
 
     from onmt_optimal.search.state import Rules     ->  from .search_state import Rules
     from onmt_optimal.search import answers, step   ->  from . import search_answers as answers, search_step as step
@@ -15,30 +17,35 @@ rewritten to a relative one:
                                                         from .search_step import __name__ as _
 
 (``from . import`` binds the module, the ``from .<name> import __name__`` lines name its file for transformers'
-loader, which is checked to reach every copy). Nothing else changes; each copy's first line says where it came
-from, and a file with that line that no package module gives any more is removed.
+loader, which is checked to reach every copy). Nothing else changes; the folder's README lists where each copy
+came from, and the package's LICENSE goes beside it.
 
-    python scripts/make_hub.py            write the copies
-    python scripts/make_hub.py --check    write nothing; exit 1 naming each copy that differs from what the
-                                          first command would write
+    python scripts/make_hub.py              build into build/hub/optimal-beam-search
+    python scripts/make_hub.py --out DIR    build into DIR (made anew: it must be empty, absent, or an earlier
+                                            build)
 """
 from __future__ import annotations
 
 import argparse
 import ast
 import re
+import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "onmt_optimal"
-FOLDER = ROOT / "hub" / "optimal-beam-search" / "custom_generate"
-#: the package whose ``optimal_beam_search`` the folder's ``generate.py`` calls
-ENTRY = f"{PACKAGE}.hf"
-#: the first line of every copy (``{}``: the package file it was copied from)
-HEADER = "# Copied from {} by `make hub` (scripts/make_hub.py): edit the package, not this file.\n"
-#: files of the folder that are not copies
-OWN = {"generate.py", "requirements.txt"}
+#: the hand-written files: README.md at the folder's root, the others in custom_generate/
+SOURCES = ROOT / "hub" / "optimal-beam-search"
+OWN = {"README.md": "README.md", "generate.py": "custom_generate/generate.py",
+       "requirements.txt": "custom_generate/requirements.txt"}
+OUT = ROOT / "build" / "hub" / "optimal-beam-search"
+#: the package module whose ``optimal_beam_search`` the folder's ``generate.py`` calls
+ENTRY = f"{PACKAGE}.hf.generate"
+#: the line of the hand-written README that ``make hub`` replaces by the list of copies (``listing``)
+COPIES = "<!-- make hub: the copies -->"
+#: the list's first line, by which a folder is known as an earlier build
+LISTED = "Copied from the onmt-optimal package by `make hub` (imports made relative, nothing else changed):"
 #: the lines by which transformers' loader finds the files to copy beside a module (``get_relative_imports``)
 RELATIVE = re.compile(r"^\s*(?:import\s+\.(\S+)\s*$|from\s+\.(\S+)\s+import)", re.M)
 
@@ -121,13 +128,14 @@ def copy(module: str) -> tuple[str, set[str]]:
         first, last = lines[node.lineno - 1], lines[node.end_lineno - 1]
         replaced = first[:node.col_offset] + replacement + last[node.end_col_offset:]
         lines[node.lineno - 1:node.end_lineno] = [replaced]
-    out = HEADER.format(path.relative_to(ROOT).as_posix()) + "".join(lines)
+    out = "".join(lines)
     ast.parse(out, flat(module))
     return out, needs
 
 
-def copies() -> dict[str, str]:
-    """File name in the folder -> text, for every package module the entry imports, at any depth."""
+def copies() -> dict[str, tuple[str, str]]:
+    """File name in the folder -> (text, the package file it copies), for every package module the entry
+    imports, at any depth."""
     out, origin, todo = {}, {}, [ENTRY]
     while todo:
         module = todo.pop()
@@ -139,9 +147,11 @@ def copies() -> dict[str, str]:
         if name in OWN:
             raise Unflattenable(f"{module} would be copied onto the folder's own {name}")
         origin[name] = module
-        out[name], needs = copy(module)
+        text, needs = copy(module)
+        out[name] = text, source(module).relative_to(ROOT).as_posix()
         todo += sorted(needs)
-    missed = sorted(set(out) - reached({"generate.py": (FOLDER / "generate.py").read_text(), **out}))
+    texts = {name: text for name, (text, _) in out.items()}
+    missed = sorted(set(out) - reached({"generate.py": (SOURCES / "generate.py").read_text(), **texts}))
     if missed:
         raise Unflattenable(f"transformers would not copy {', '.join(missed)}: no `from .<name> import` line "
                             "names it")
@@ -159,37 +169,56 @@ def reached(texts: dict[str, str]) -> set[str]:
     return seen
 
 
-def stale(wanted: dict[str, str]) -> list[Path]:
-    """Earlier copies (they start with the header) that no package module gives any more."""
-    prefix = HEADER.split("{}")[0]
-    return [p for p in sorted(FOLDER.glob("*.py")) if p.name not in wanted and p.name not in OWN
-            and p.read_text().startswith(prefix)]
+def files() -> dict[str, str]:
+    """Path in the folder -> text: the hand-written files (the README with the list of copies), the copies and
+    the package's license."""
+    copied = copies()
+    own = {path: (SOURCES / name).read_text() for name, path in OWN.items()}
+    if own["README.md"].count(COPIES) != 1:
+        raise Unflattenable(f"{SOURCES.relative_to(ROOT)}/README.md must hold the line {COPIES} once")
+    listing = "\n".join([LISTED, ""] + [f"- `custom_generate/{name}`: `{origin}`"
+                                         for name, (_, origin) in copied.items()])
+    own["README.md"] = own["README.md"].replace(COPIES, listing)
+    return {**own, "LICENSE": (ROOT / "LICENSE").read_text(),
+            **{f"custom_generate/{name}": text for name, (text, _) in copied.items()}}
+
+
+def earlier_build(folder: Path) -> bool:
+    """Whether ``folder`` is empty or holds an earlier build (its README lists the copies), which a new build
+    may replace."""
+    if not any(folder.iterdir()):
+        return True
+    readme = folder / "README.md"
+    return ((folder / "custom_generate" / "generate.py").is_file() and readme.is_file()
+            and LISTED in readme.read_text())
+
+
+def build(out: Path) -> dict[str, str]:
+    """Write the folder into ``out`` (replacing an earlier build there); its files, as ``files``."""
+    wanted = files()
+    if out.exists() and not (out.is_dir() and earlier_build(out)):
+        raise Unflattenable(f"{out} holds files no build wrote: name an empty or new folder")
+    if out.exists():
+        shutil.rmtree(out)
+    for path, text in wanted.items():
+        (out / path).parent.mkdir(parents=True, exist_ok=True)
+        (out / path).write_text(text)
+    return wanted
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 naming what differs")
+    ap.add_argument("--out", type=Path, default=OUT, help=f"the folder to build (default: {OUT.relative_to(ROOT)})")
     args = ap.parse_args(argv)
     try:
-        wanted = copies()
+        written = build(args.out)
     except Unflattenable as e:
         print(f"make_hub: {e}", file=sys.stderr)
         return 1
-    folder = FOLDER.relative_to(ROOT)
-    differ = [name for name, text in wanted.items()
-              if not (FOLDER / name).is_file() or (FOLDER / name).read_text() != text]
-    old = stale(wanted)
-    if args.check:
-        for name in differ:
-            print(f"{folder / name} differs from what `make hub` writes")
-        for path in old:
-            print(f"{folder / path.name} is no copy of the package any more: `make hub` removes it")
-        return 1 if differ or old else 0
-    for name in differ:
-        (FOLDER / name).write_text(wanted[name])
-    for path in old:
-        path.unlink()
-    print(f"{folder}: {len(wanted)} modules copied from {PACKAGE} ({len(differ)} written, {len(old)} removed)")
+    python = [text for path, text in written.items() if path.endswith(".py")]
+    print(f"{args.out}: {len(written)} files, {len(python)} Python modules "
+          f"({sum(text.count(chr(10)) for text in python)} lines), "
+          f"{len(python) - 1} of them copied from {PACKAGE}")
     return 0
 
 

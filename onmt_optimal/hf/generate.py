@@ -45,51 +45,27 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
                         synced_gpus=False, stopping=_DEFAULTS["stopping"], length_reward=_DEFAULTS["length_reward"],
                         length_ratio=_DEFAULTS["length_ratio"], bp_norm=_DEFAULTS["bp_norm"],
                         bound=_DEFAULTS["bound"], drop_finished=_DEFAULTS["drop_finished"], **model_kwargs):
-    """Beam search with optimal stopping (Huang, Zhao & Ma, 2017) on transformers' own beam.
+    """Beam search with optimal stopping (Huang, Zhao & Ma, 2017) on transformers' own beam, called through
+    ``model.generate(..., custom_generate=optimal_beam_search, ...)`` with transformers' beam search settings
+    (``num_beams``, ``max_new_tokens``, ``length_penalty``, ``num_return_sequences``, ...) and the search's own
+    arguments: ``stopping`` (``"optimal"``, ``"exhaustive"``, ``"shrinking"``, ``"default"``, or a list of them
+    decoded at once), the score (``length_reward``, ``length_ratio``, ``bp_norm``; else transformers'
+    ``length_penalty``), ``bound`` and ``drop_finished`` (the module docstring); docs/hf.md says what each means.
 
-    Call it through ``model.generate(..., custom_generate=optimal_beam_search, ...)`` with transformers' usual
-    settings (``num_beams``, ``max_new_tokens``, ``length_penalty``, ``num_return_sequences``, ...) and:
-
-    * ``stopping``: ``"optimal"`` (the certificate: the answer is the best the same beam would finish by
-      ``max_length``), ``"exhaustive"`` (run until no item is left or ``max_length``), ``"shrinking"`` (each
-      finished hypothesis narrows the beam), ``"default"`` (transformers' own ``early_stopping`` rule), or a
-      list of them, decoded once (the first answers; all in ``rule_results``);
-    * the score: transformers' ``sum log p / t ** length_penalty`` (``length_penalty=0``: the log-probability),
-      unless ``length_reward=R`` replaces it (``log p + R * min(length_ratio * |x|, |y|)``, bounded; without
-      ``length_ratio``, ``log p + R * |y|``) or ``bp_norm=True`` (BP-norm, with ``length_ratio``);
-    * ``bound``: ``"exact"`` (a proof) or ``"predicted"`` (normalized scores: assumes outputs end by
-      ``length_ratio * |x|``);
-    * ``drop_finished``: drop an input from the batch once it is done (see the module docstring).
-
-    Returns what transformers' beam search returns: the ``sequences`` (the decoder prompt, then each of the
-    ``num_return_sequences`` best, best first), or with ``return_dict_in_generate=True`` its output class with
-    ``sequences_scores`` (the first rule's scores) and ``search_stats`` (per input: ``steps``, ``stop_reason``,
-    ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``, ``completed``), ``rule_results``
-    (per input, per rule, the same plus its 1-best ``tokens``). Unsupported settings raise one-line
-    ``ValueError`` (``options``).
+    Returns what transformers' beam search returns: the ``sequences``, or with ``return_dict_in_generate=True``
+    its output class with ``sequences_scores`` (the first rule's) and per input ``search_stats`` and
+    ``rule_results`` (``output``). Unsupported settings raise one-line ``ValueError`` (``options``).
     """
     del synced_gpus  # (transformers does not pass it to a callable; a multi-process decode is not supported)
     options.check_settings(generation_config, logits_processor, stopping_criteria)
     options.check_inputs(model_kwargs, generation_config.num_beams)
     search = options.search(generation_config, stopping=stopping, length_reward=length_reward,
                             length_ratio=length_ratio, bp_norm=bp_norm, bound=bound, drop_finished=drop_finished)
-    is_encoder_decoder = model.config.is_encoder_decoder
-    cache_key = next((key for key in ALL_CACHE_NAMES if model_kwargs.get(key) is not None), None)
-    if cache_key is not None and drop_finished:
-        _check_cache(model, model_kwargs[cache_key])
-    b = search.num_beams
-    prompt_len = input_ids.shape[1]
-    if prompt_len == 0:
-        raise ValueError("optimal_beam_search needs input_ids (a prompt of token ids), not inputs_embeds alone")
-    T = generation_config.max_length - prompt_len
-    if T < 1:
-        raise ValueError(f"max_length ({generation_config.max_length}) leaves no token to generate after the "
-                         f"prompt of {prompt_len}")
-    pad, eos = generation_config._pad_token_tensor, generation_config._eos_token_tensor
-    fill = int(pad or eos.view(-1)[0])  # transformers' ``output_fill_value``
-    constants, state = beam.start(search, input_ids, _source_lengths(model_kwargs, input_ids, b, is_encoder_decoder),
-                                  T, fill)
+    if drop_finished and _cache_key(model_kwargs) is not None:
+        _check_cache(model, model_kwargs[_cache_key(model_kwargs)])
+    constants, state, fill = _start(model, search, input_ids, generation_config, model_kwargs)
     results = Results(constants, input_ids, fill)
+    b, is_encoder_decoder = search.num_beams, model.config.is_encoder_decoder
 
     outputs = model._prefill(input_ids, generation_config, model_kwargs,
                              is_first_iteration=not generation_config.is_assistant)
@@ -116,24 +92,59 @@ def optimal_beam_search(model, input_ids, logits_processor=None, stopping_criter
             if all(finished):
                 break
             if drop_finished:
-                keep = torch.tensor([n for n, left in enumerate(leaving) if not left], device=rows.device)
-                state, rows = state.select(keep), rows[keep]
-                _select_rows(model_kwargs, (keep.unsqueeze(1) * b + torch.arange(b, device=keep.device)).view(-1),
-                             len(leaving) * b)
-                answered = [False] * keep.shape[0]
+                state, rows, answered = _drop(state, rows, leaving, model_kwargs, b)
             else:
                 answered = finished
-        cache_key = next((key for key in ALL_CACHE_NAMES if model_kwargs.get(key) is not None), None)
-        if cache_key is not None:  # as transformers: the model's own reordering, else the cache's
-            beam_idx = rows.view(-1)
-            if hasattr(model, "_reorder_cache"):
-                model_kwargs[cache_key] = model._reorder_cache(model_kwargs[cache_key], beam_idx)
-            elif hasattr(model_kwargs[cache_key], "reorder_cache"):
-                model_kwargs[cache_key].reorder_cache(beam_idx)
-            else:
-                raise ValueError(f"{type(model).__name__}'s cache cannot be reordered for beam search "
-                                 f"(transformers' beam search refuses it too): pass use_cache=False")
+        _reorder_cache(model, model_kwargs, rows)
     return results.output(generation_config, is_encoder_decoder)
+
+
+def _start(model, search, input_ids, generation_config, model_kwargs) -> tuple:
+    """The decode's constants and first state (``beam.start``), and the id that fills a finished row
+    (transformers' ``output_fill_value``: the pad token, else the first end token)."""
+    prompt_len = input_ids.shape[1]
+    if prompt_len == 0:
+        raise ValueError("optimal_beam_search needs input_ids (a prompt of token ids), not inputs_embeds alone")
+    T = generation_config.max_length - prompt_len
+    if T < 1:
+        raise ValueError(f"max_length ({generation_config.max_length}) leaves no token to generate after the "
+                         f"prompt of {prompt_len}")
+    pad, eos = generation_config._pad_token_tensor, generation_config._eos_token_tensor
+    fill = int(pad or eos.view(-1)[0])
+    src_len = _source_lengths(model_kwargs, input_ids, search.num_beams, model.config.is_encoder_decoder)
+    constants, state = beam.start(search, input_ids, src_len, T, fill)
+    return constants, state, fill
+
+
+def _cache_key(model_kwargs) -> str | None:
+    """The name under which ``model_kwargs`` holds the cache, or None (no cache)."""
+    return next((key for key in ALL_CACHE_NAMES if model_kwargs.get(key) is not None), None)
+
+
+def _drop(state, rows, leaving: list[bool], model_kwargs: dict, b: int) -> tuple:
+    """``drop_finished``: the inputs ``leaving`` dropped from the running items, from the rows the cache is
+    reordered by and from every per-row model input; none of the inputs left is answered yet."""
+    keep = torch.tensor([n for n, left in enumerate(leaving) if not left], device=rows.device)
+    state, rows = state.select(keep), rows[keep]
+    _select_rows(model_kwargs, (keep.unsqueeze(1) * b + torch.arange(b, device=keep.device)).view(-1),
+                 len(leaving) * b)
+    return state, rows, [False] * keep.shape[0]
+
+
+def _reorder_cache(model, model_kwargs: dict, rows: torch.Tensor) -> None:
+    """The cache made to follow the new running items ``rows``, as transformers does: the model's own
+    reordering, else the cache's."""
+    cache_key = _cache_key(model_kwargs)
+    if cache_key is None:
+        return
+    beam_idx = rows.view(-1)
+    if hasattr(model, "_reorder_cache"):
+        model_kwargs[cache_key] = model._reorder_cache(model_kwargs[cache_key], beam_idx)
+    elif hasattr(model_kwargs[cache_key], "reorder_cache"):
+        model_kwargs[cache_key].reorder_cache(beam_idx)
+    else:
+        raise ValueError(f"{type(model).__name__}'s cache cannot be reordered for beam search "
+                         f"(transformers' beam search refuses it too): pass use_cache=False")
 
 
 def _check_cache(model, cache) -> None:

@@ -1,32 +1,25 @@
 """What ``optimal_beam_search``'s keyword arguments and transformers' settings mean: the rules a decode runs, or
 one ``ValueError`` line for what it cannot honour.
 
-The search's own arguments (``option_table``'s options that transformers takes: ``stopping``, ``length_reward``,
-``length_ratio``, ``bp_norm``, ``bound``, ``drop_finished``) are validated and select the (scoring, stopping)
-rules as the other toolkits' options do (``options.check_search``, ``options.Flags.rules``); the score is
-transformers' own ``length_penalty`` unless a length reward or BP-norm replaces it, and ``stopping="default"``
-is transformers' own ``early_stopping`` rule.
-
-transformers' settings reach the search as a ``GenerationConfig``, logits processors and stopping criteria.
-What works, exactly as in transformers' beam search: the processors in ``PROCESSORS`` (each sees one row at a
-time, so dropping finished inputs from the batch changes nothing, and each only lowers scores or sets them to
-0 or ``-inf``, so a running sum never rises: the bounds' premise) and the stopping criteria in ``CRITERIA``
-(``max_length``/``max_new_tokens`` and the end tokens). Everything else that changes the search is refused
-(``REFUSED`` says why): sampling, other processors (``sequence_bias`` can raise a score; the encoder n-gram
-processors, ``prefix_allowed_tokens_fn`` and guidance hold per-input state for a batch that this search
-shrinks), other stopping criteria (``max_time`` stops at a time, not at a score; ``stop_strings`` end a
-hypothesis without an end token), per-step outputs (``output_scores``, ``output_logits``,
-``output_attentions``, ``output_hidden_states``), ``low_memory``, the settings of other searches
-(``GENERATION_MODES``: constrained and group beam search) and an input that is all padding (``check_inputs``).
+The search's own arguments (``option_table``'s options that transformers takes) are validated and select the
+(scoring, stopping) rules as the other toolkits' options do (``flags.check_search``, ``flags.Flags.rules``); the
+score is transformers' own ``length_penalty`` unless a length reward or BP-norm replaces it, and
+``stopping="default"`` is transformers' own ``early_stopping`` rule. Of transformers' settings (a
+``GenerationConfig``, logits processors, stopping criteria), what works exactly as in its beam search is
+``PROCESSORS`` (each sees one row at a time, so dropping finished inputs from the batch changes nothing, and
+each only lowers scores or sets them to 0 or ``-inf``, so a running sum never rises: the bounds' premise) and
+``CRITERIA``; everything else that changes the search is refused, saying why (``REFUSED``, ``GENERATION_MODES``,
+``check_settings``, ``check_inputs``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from onmt_optimal.errors import OptionError
+from onmt_optimal.flags import Flags, check_search
 from onmt_optimal.hf.scoring import LengthPenalty
 from onmt_optimal.hf.stopping import TransformersRule
 from onmt_optimal.option_table import HF, spell
-from onmt_optimal.options import Flags, OptionError, check_search
 from onmt_optimal.search import limits
 
 #: logits processors that work as in transformers' beam search (class names, as in transformers 5.17 to 5.23)
@@ -148,7 +141,7 @@ def check_settings(generation_config, logits_processor, stopping_criteria) -> No
 def search(generation_config, **values) -> Search:
     """The rules the search's keyword arguments (``values``: ``option_table``'s, transformers' defaults for the
     others) ask for on ``generation_config``'s score, or one-line ``OptionError`` (a ``ValueError``;
-    ``options.check_search``, and ``stopping="default"``, transformers' rule on its own score, with another)."""
+    ``flags.check_search``, and ``stopping="default"``, transformers' rule on its own score, with another)."""
     flags = Flags.of(HF, **values)
     lp, T = generation_config.length_penalty, generation_config.max_length
     check_search(flags, HF, T, [limits.exponent_error(spell(HF, "length_penalty"), lp, "avg", T)],

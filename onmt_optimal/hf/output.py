@@ -2,19 +2,12 @@
 core's ``Record``s and handed over as transformers' output classes.
 
 ``OptimalBeamEncoderDecoderOutput`` and ``OptimalBeamDecoderOnlyOutput`` are transformers' beam-search outputs
-(subclasses: code that checks for them keeps working) with two more fields:
-
-* ``search_stats``: per input, the first rule's ``steps`` (the step it stopped at), ``stop_reason``
-  (``certificate``, ``all_finished``: no running item was left, as a shrinking beam ends, ``max_length``,
-  ``early_stopping``: transformers' rule, ``predicted_bound``; a ``str``), ``score``, ``log_prob``, ``length`` (|y|, tokens
-  without the end token), ``target_length`` (``length_ratio * |x|`` where the score has one, else None),
-  ``src_length`` (|x|) and ``completed`` (finished hypotheses collected by then);
-* ``rule_results``: per input, per rule, the same plus ``stopping`` (the rule's name) and ``tokens`` (its
-  1-best, without the end token).
-
-``sequences`` and ``sequences_scores`` are laid out as transformers lays them out: ``num_return_sequences``
-rows an input, the decoder prompt then the tokens, padded with transformers' fill token to the longest row.
-``scores``, ``logits``, ``beam_indices``, attentions, hidden states and ``past_key_values`` are None.
+(subclasses: code that checks for them keeps working) with two more fields: ``search_stats``, per input the
+first rule's ``Record.stats()`` (``stop_reason`` a ``str``), and ``rule_results``, per input and rule the same
+plus ``stopping`` (the rule's name) and ``tokens`` (its 1-best, without the end token); docs/hf.md lists the
+keys. ``sequences`` and ``sequences_scores`` are laid out as transformers lays them out (``num_return_sequences``
+rows an input, the decoder prompt then the tokens, padded with its fill token); ``scores``, ``logits``,
+``beam_indices``, attentions, hidden states and ``past_key_values`` are None.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a transformers user runs with the Hub folder ``hub/optimal-beam-search`` and nothing else installed: this
+"""What a transformers user runs with the Hub folder (``make hub``) and nothing else installed: this
 file runs in ``python -S`` with the environment's site-packages alone on ``PYTHONPATH`` (no ``.pth`` file is read,
 so neither the package's editable path nor its import hook), from a folder that holds no package:
 
@@ -12,13 +12,15 @@ and whether transformers' ``early_stopping="never"`` decodes the same settings t
 cache is the environment's ``HF_MODULES_CACHE``.
 
 It writes to ``out`` (``torch.save``) what it saw, for the test to judge: whether ``onmt_optimal`` can be imported;
-per method repository, the refusal without ``trust_remote_code`` and the modules cache's files after it; per model
+the number of exit handlers (``atexit``) registered before the folder was first loaded and at the end; per method
+repository, the refusal without ``trust_remote_code`` and the modules cache's files after it; per model
 repository, whether ``from_pretrained`` without ``trust_remote_code`` left transformers' ``generate`` in place, and
 the modules cache's files after it; per run, the answers of each repository and of ``early_stopping="never"``; the
 modules cache's files at the end.
 """
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import json
 import os
@@ -48,6 +50,7 @@ def main(job_file: str) -> None:
     auto = AutoModelForSeq2SeqLM if job["kind"] == "encoder_decoder" else AutoModelForCausalLM
     inputs = torch.load(job["inputs"])
     plain = auto.from_pretrained(job["model"])
+    seen["atexit"] = [atexit._ncallbacks()]  # (CPython's count of registered exit handlers)
 
     # without trust_remote_code (not passed: transformers asks on stdin, which is empty; or False)
     first = job["runs"][0][0]
@@ -72,13 +75,12 @@ def main(job_file: str) -> None:
                for name, where in job["methods"].items()}
         for name, model in trusted.items():
             run[name] = answers(model.generate(**inputs, **settings))
-            ids, rest = inputs["input_ids"], {k: v for k, v in inputs.items() if k != "input_ids"}
-            run[f"{name}, input ids by position"] = answers(model.generate(ids, **rest, **settings))
         if never:
             stock = {k: v for k, v in settings.items() if k != "stopping"}
             run["never"] = answers(plain.generate(**inputs, early_stopping="never", output_scores=True, **stock))
         seen["runs"].append(run)
     seen["cache"] = files(cache)
+    seen["atexit"].append(atexit._ncallbacks())
     torch.save(seen, job["out"])
 
 
