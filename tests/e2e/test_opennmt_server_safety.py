@@ -268,7 +268,7 @@ def test_operator_mistakes_end_the_server_at_start_up_and_touch_no_file(tmp_path
 def _decoding_server(root: Path, log: Path):
     conf = write_config(root, entry(5, {"beam_size": 12, "max_length": 200, "length_penalty": "none",
                                         "stopping": "exhaustive", "stats_file": "stop.jsonl",
-                                        "batch_size": 4}), name="stop.json")
+                                        "batch_size": 4, "max_length_ratio": 0}), name="stop.json")
     port = http_server.free_port()
     return http_server.Server([_bin("onmt_server"), "--ip", http_server.HOST, "--port", port, "-m", conf], port,
                               f"{ROOT}/health", log, env=http_server.env())
@@ -281,9 +281,9 @@ def test_a_signal_stops_the_server_at_once_while_it_decodes(root, tmp_path, sign
         assert served.post(f"{ROOT}/translate", [{"id": 5, "src": "a b"}]).status == 200  # loaded, one record
         answers = []
         request = threading.Thread(target=lambda: answers.append(_quietly(served, [
-            {"id": 5, "src": " ".join(INPUTS)}] * 400)))
+            {"id": 5, "src": " ".join(INPUTS)}] * 1000)))
         request.start()
-        time.sleep(3)  # well into the decode (400 sentences, a beam of 12 to max_length 200)
+        time.sleep(3)  # well into the decode (1000 sentences, a beam of 12 to max_length 200: a minute)
         assert request.is_alive() and served.proc.poll() is None
         sent = time.monotonic()
         served.proc.send_signal(signum)
