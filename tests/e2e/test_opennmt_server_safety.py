@@ -243,8 +243,11 @@ def _refused(root: Path, name: str, make, says: str) -> None:
     conf = write_config(root, entry(3, {**SHARED, **OURS, **opt}, **more), name="bad.json")
     before = checksums(root)
     port = http_server.free_port()
-    proc = subprocess.run([_bin("onmt_server"), "--ip", http_server.HOST, "--port", str(port), "-m", str(conf)],
-                          env=http_server.env(), capture_output=True, text=True, timeout=300, cwd=root)
+    try:  # a refusal comes before any model loads; a server that starts instead is stopped
+        proc = subprocess.run([_bin("onmt_server"), "--ip", http_server.HOST, "--port", str(port), "-m", str(conf)],
+                              env=http_server.env(), capture_output=True, text=True, timeout=120, cwd=root)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{name}: onmt_server started instead of refusing the config")
     line = one_error_line(proc.returncode, proc.stderr, 2, prog="onmt_server")
     assert line.startswith(f"onmt_server: error: {conf}: model 3: "), (name, line)
     assert says.format(root=root) in line, (name, line)
