@@ -81,14 +81,16 @@ def _model_files(conf, models_root: str) -> tuple[list, list]:
     types and its written files checked (``check_opt``, ``options.check_appended``)."""
     from onmt_optimal.options import OptionError, _check_writable, check_appended
 
-    if not isinstance(conf, dict) or not isinstance(conf.get("opt", {}), dict):
-        raise OptionError('a model is an object whose "opt" is an object')
-    opt, root = conf.get("opt", {}), conf.get("model_root", models_root)
+    if not isinstance(conf, dict) or not isinstance(conf.get("opt"), dict):
+        raise OptionError('a model is an object whose "opt" is an object ({} for the defaults)')
+    if conf.get("models", conf.get("model")) is None:
+        raise OptionError('"model" (or "models") is missing: name its checkpoint')
+    opt, root = conf["opt"], conf.get("model_root", models_root)
     check_opt(opt)
     check_opt({"models": conf.get("models", conf.get("model"))})
     if not isinstance(root, str):
         raise OptionError(f'"model_root" must be a directory name (a string), got {root!r}')
-    models = conf.get("models", conf.get("model")) or []
+    models = conf.get("models", conf.get("model"))
     reads = [("-model file", os.path.join(root, m)) for m in ([models] if isinstance(models, str) else models)]
     reads += [(f"tokenizer's {what}", os.path.join(root, path)) for what, path in _tokenizer_files(conf)]
     if opt.get("config"):
