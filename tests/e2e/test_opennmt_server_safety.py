@@ -21,7 +21,6 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -238,33 +237,43 @@ MISTAKES = [
 ]
 
 
-def _refused(root: Path, name: str, make, says: str) -> None:
+@pytest.mark.parametrize("name, make, says", MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_an_operator_mistake_ends_the_server_at_start_up_and_touches_no_file(tmp_path, toy_model, name, make, says):
+    root = tmp_path  # a models_root of its own
+    (root / "model.pt").symlink_to(toy_model)
+    (root / "src.spm.model").write_bytes(b"a SentencePiece model\n")
     opt, more = make(root)
     conf = write_config(root, entry(3, {**SHARED, **OURS, **opt}, **more), name="bad.json")
     before = checksums(root)
-    port = http_server.free_port()
-    try:  # a refusal comes before any model loads; a server that starts instead is stopped
-        proc = subprocess.run([_bin("onmt_server"), "--ip", http_server.HOST, "--port", str(port), "-m", str(conf)],
-                              env=http_server.env(), capture_output=True, text=True, timeout=120, cwd=root)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"{name}: onmt_server started instead of refusing the config")
-    line = one_error_line(proc.returncode, proc.stderr, 2, prog="onmt_server")
-    assert line.startswith(f"onmt_server: error: {conf}: model 3: "), (name, line)
-    assert says.format(root=root) in line, (name, line)
-    assert checksums(root) == before, name
+    returncode, stderr = _start_or_refuse(conf, root)
+    line = one_error_line(returncode, stderr, 2, prog="onmt_server")
+    assert line.startswith(f"onmt_server: error: {conf}: model 3: ") and says.format(root=root) in line, line
+    assert checksums(root) == before
     assert not (root / "newdir").exists() and not (root / "5").exists()
 
 
-def test_operator_mistakes_end_the_server_at_start_up_and_touch_no_file(tmp_path, toy_model):
-    roots = []
-    for name, make, says in MISTAKES:  # one models_root per case: a config of its own, nothing shared
-        root = tmp_path / name
-        root.mkdir()
-        (root / "model.pt").symlink_to(toy_model)
-        (root / "src.spm.model").write_bytes(b"a SentencePiece model\n")
-        roots.append((root, name, make, says))
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(lambda case: _refused(*case), roots))
+def _start_or_refuse(conf: Path, cwd: Path) -> tuple[int, str]:
+    """``onmt_server -m conf``'s exit status and stderr; a server that starts listening instead fails the test."""
+    port = http_server.free_port()
+    with open(cwd.parent / f"{cwd.name}.err", "w+") as err:
+        proc = subprocess.Popen([_bin("onmt_server"), "--ip", http_server.HOST, "--port", str(port), "-m", str(conf)],
+                                env=http_server.env(), stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
+        deadline = time.time() + 300
+        while proc.poll() is None and time.time() < deadline:
+            try:
+                listening = http_server.request(f"http://{http_server.HOST}:{port}{ROOT}/health", timeout=2)
+            except OSError:
+                listening = None
+            if listening is not None:
+                proc.kill()
+                proc.wait()
+                pytest.fail("onmt_server started and listens instead of refusing the config")
+            time.sleep(0.5)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        err.seek(0)
+        return proc.returncode, err.read()
 
 
 # ------------------------------------------------------------------ stopping while decoding
