@@ -72,6 +72,7 @@ def patch_translation_server() -> None:
         server.clone_model = mark(_clone_model)
     model.__init__ = _named(model.__init__)  # the last: a call that finds it ours has nothing left to do
 
+
 #: the ``TranslationServer`` started last in this process (the one ``onmt_server`` serves: ``server_http.guard``)
 _SERVING: list = []
 #: where a ``ServerModel`` keeps the settings it was made with (its clones get them)
