@@ -301,6 +301,8 @@ def check_appended(flag: str, path) -> None:
         raise OptionError(f"{flag} {path} is not a regular file (a FIFO, a socket or a device): a server appends "
                           f"to a regular file; name one")
     if mode is not None:
+        if not os.access(path, os.W_OK):
+            raise OptionError(f"{flag} {path} is not writable")
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC))
         except OSError as err:

@@ -144,13 +144,16 @@ def append(path: str, text: str, flag: str = "-stats_file") -> None:
     module docstring); a failure raises ``atomic.OutputError``."""
     data = text.encode("utf-8")
     with _lock(path):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:  # (O_NONBLOCK: a FIFO put in the file's place since start-up fails at once instead of hanging)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
         except OSError as err:
             raise atomic.OutputError(f"{flag} {path}: cannot append to it ({_reason(err)}); earlier records "
                                      f"were kept") from None
         try:
             regular = stat.S_ISREG(os.fstat(fd).st_mode)
+            if not regular and path != os.devnull:
+                raise atomic.OutputError(f"{flag} {path}: cannot append to it (not a regular file any more); "
+                                         f"earlier records were kept")
             end = 0
             if regular:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
