@@ -1,7 +1,7 @@
 """The files an ``onmt_server`` config makes the server read and write, checked together before it starts.
 
 The server reads its config file (``onmt_server -m``), each model's checkpoints (``"model"``/``"models"``,
-joined to the model's root), its tokenizer's files (a SentencePiece ``"model"``, pyonmttok's ``*_path``
+joined to the model's root), its tokenizer's files (a SentencePiece ``"model"``, pyonmttok's ``*path``
 parameters, joined as OpenNMT-py joins them) and a ``"config"`` of its ``"opt"``; it writes each model's
 ``stats_file`` and ``log_file`` (both joined to the model's root, appended to request by request) and a
 ``dump_beam``. ``check_config`` refuses, in one line naming the model (``options.OptionError``), a path-typed
@@ -109,7 +109,7 @@ def _model_files(conf, models_root: str) -> tuple[list, list]:
 
 def _tokenizer_files(conf: dict) -> list[tuple[str, str]]:
     """The files of a model's ``"tokenizer"`` block (relative to the model's root, as OpenNMT-py reads them):
-    a SentencePiece ``"model"``, pyonmttok's ``*_path`` parameters; one block for both sides or one per side."""
+    a SentencePiece ``"model"``, pyonmttok's ``*path`` parameters; one block for both sides or one per side."""
     block = conf.get("tokenizer")
     if not isinstance(block, dict):
         return []
@@ -124,7 +124,7 @@ def _tokenizer_files(conf: dict) -> list[tuple[str, str]]:
         params = tokenizer.get("params")
         if tokenizer.get("type") == "pyonmttok" and isinstance(params, dict):
             found += [(f"{label}{key}", value) for key, value in params.items()
-                      if key.endswith("_path") and isinstance(value, str)]
+                      if key.endswith("path") and isinstance(value, str)]
     return found
 
 

@@ -172,3 +172,15 @@ def test_a_signal_after_the_outputs_are_in_place_says_they_are_complete(tmp_path
     else:
         assert line.endswith("output files were left as they were") and target.read_text() == "earlier\n"
     assert not [p for p in os.listdir(tmp_path) if re.search(r"\.partial$", p)]
+
+
+def test_a_stats_file_that_is_a_pyonmttok_model_is_refused(tmp_path):
+    for name in ("a.pt", "bpe.model"):
+        (tmp_path / name).write_bytes(b"")
+    conf = tmp_path / "conf.json"
+    conf.write_text(json.dumps({"models_root": str(tmp_path), "models": [
+        {"id": 1, "model": "a.pt", "opt": {"log_file": "bpe.model"},
+         "tokenizer": {"type": "pyonmttok", "mode": "conservative", "params": {"bpe_model_path": "bpe.model"}}}]}))
+    with pytest.raises(options.OptionError, match=r"^model 1: -log_file .*/bpe.model is the tokenizer's "
+                                                  r"bpe_model_path"):
+        server_files.check_config(str(conf))
