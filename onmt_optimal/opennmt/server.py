@@ -261,7 +261,8 @@ def _clone_model(self, model_id, opt, timeout=-1):
     ``opt`` (None: its own options) under a fresh id; returns ``(new id, load time)``."""
     from onmt.translate.translation_server import ServerModelError
 
-    from onmt_optimal.opennmt.server_files import CLIENT_REFUSED
+    from onmt_optimal.options import OptionError
+    from onmt_optimal.opennmt.server_files import CLIENT_REFUSED, by_dest
 
     source = self.models.get(model_id)
     if source is None:
@@ -274,7 +275,10 @@ def _clone_model(self, model_id, opt, timeout=-1):
     else:
         if not isinstance(opt, dict):
             raise ServerModelError(f"clone of model {model_id}: opt must be an object of options (got {opt!r})")
-        named = [name for name in CLIENT_REFUSED if name in opt]
+        try:
+            named = [name for name in by_dest(opt) if name in CLIENT_REFUSED]
+        except OptionError as err:
+            raise option_error()(f"clone of model {model_id}: {err}") from None
         if named:
             raise option_error()(f"clone of model {model_id}: \"{named[0]}\" names a file or a package, which "
                                  f"a client may not choose: only the server's config names them")

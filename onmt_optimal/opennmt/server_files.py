@@ -15,6 +15,7 @@ package to load), so that no request chooses a path (``server.patch_translation_
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 
@@ -33,20 +34,54 @@ TRANSFORMS = ('"transforms" in a model\'s "opt" is ignored by onmt_server (it ap
               'give the model\'s SentencePiece or pyonmttok model in its "tokenizer" block instead')
 
 
-def check_opt(opt: dict) -> None:
-    """A model's ``"opt"`` (before OpenNMT-py turns it into a command line): no ``"transforms"``, and each
-    path-typed option a string (``5`` or ``["a", "b"]`` would name a file ``5`` or ``['a', 'b']``)."""
+def check_opt(opt: dict) -> dict:
+    """A model's ``"opt"`` (before OpenNMT-py turns it into a command line), by option (``by_dest``): no
+    ``"transforms"``, and each path-typed option a string (``5`` or ``["a", "b"]`` would name a file ``5`` or
+    ``['a', 'b']``). Returns ``by_dest(opt)``."""
     from onmt_optimal.options import OptionError, OptionTypeError, check_path_type
 
-    if "transforms" in opt:
+    named = by_dest(opt)
+    if "transforms" in named:
         raise OptionError(TRANSFORMS)
     for name in PATH_OPTIONS:
-        check_path_type(f"-{name}", opt.get(name))
-    models = opt.get("models", opt.get("model"))
-    if isinstance(models, list) and all(isinstance(m, str) for m in models):
-        return
-    if models is not None and not isinstance(models, str):
+        check_path_type(f"-{name}", named.get(name))
+    models = named.get("models")
+    if not (models is None or isinstance(models, str)
+            or isinstance(models, list) and all(isinstance(m, str) for m in models)):
         raise OptionTypeError(f"-model must be a file name or a list of them, got {models!r}")
+    return named
+
+
+def by_dest(opt: dict) -> dict:
+    """``opt``'s values by the option each key sets (``"-log_file"`` sets ``log_file``, ``"model"`` and
+    ``"models"`` set ``models``), the last one winning as on a command line; a key OpenNMT-py's parser does not
+    know stays as it is (the parser refuses it). A key that abbreviates an option's name (``"stats_fil"``, which
+    argparse would take for ``-stats_file``) is refused: the checks read options by their full names."""
+    from onmt_optimal.options import OptionError
+
+    actions = _option_strings()
+    named = {}
+    for key, value in opt.items():
+        flag = f"-{key}"
+        if key == "models" or flag in actions:
+            named["models" if key == "models" else actions[flag]] = value
+        elif any(known.startswith(flag) for known in actions):
+            raise OptionError(f'"{key}" abbreviates an option\'s name: write it in full')
+        else:
+            named[key] = value
+    return named
+
+
+@functools.lru_cache(maxsize=1)
+def _option_strings() -> dict:
+    """``onmt_translate``'s option strings (``-stats_file``, ``--stats_file``, ...) -> the option's ``dest``, as
+    the server's parser registers them (ours included)."""
+    import onmt.opts
+    from onmt.utils.parse import ArgumentParser
+
+    parser = ArgumentParser()
+    onmt.opts.translate_opts(parser)
+    return {string: action.dest for string, action in parser._option_string_actions.items()}
 
 
 def check_config(config_file: str) -> None:
@@ -85,8 +120,7 @@ def _model_files(conf, models_root: str) -> tuple[list, list]:
         raise OptionError('a model is an object whose "opt" is an object ({} for the defaults)')
     if conf.get("models", conf.get("model")) is None:
         raise OptionError('"model" (or "models") is missing: name its checkpoint')
-    opt, root = conf["opt"], conf.get("model_root", models_root)
-    check_opt(opt)
+    opt, root = check_opt(conf["opt"]), conf.get("model_root", models_root)
     check_opt({"models": conf.get("models", conf.get("model"))})
     if not isinstance(root, str):
         raise OptionError(f'"model_root" must be a directory name (a string), got {root!r}')
