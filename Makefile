@@ -56,6 +56,12 @@ $(STAMP): pyproject.toml requirements.txt requirements-test.txt requirements-plo
 run: setup
 	$(BIN)/python scripts/main_job.py
 
+# onmt_server on the shipped TVsub model, listening on the loopback interface only (docs/usage.md says why)
+PORT ?= 5000
+.PHONY: serve
+serve: setup
+	$(BIN)/onmt_server --ip 127.0.0.1 --port $(PORT) -m configs/tvsub-zh-en/server.json
+
 test: setup setup-eole setup-hf setup-vllm
 	$(BIN)/python -m pytest -q --durations=10
 	$(EOLE_PYTEST)

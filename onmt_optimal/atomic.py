@@ -51,6 +51,14 @@ SUFFIX = ".partial"
 
 #: every ``Outputs`` holding files not yet committed or removed
 _pending: set = set()
+#: how many ``Outputs`` this process committed (``failures.run`` tells a run stopped after its outputs were in
+#: place from one stopped before: ``commits``)
+_commits = 0
+
+
+def commits() -> int:
+    """How many sets of outputs this process has committed so far."""
+    return _commits
 
 
 class OutputError(RuntimeError):
@@ -256,6 +264,8 @@ class Outputs:
                 f.remove()
         self._files.clear()
         _pending.discard(self)
+        global _commits
+        _commits += 1
 
     def abort(self) -> None:
         """Remove every file not yet committed; every target stays as it was (streams keep what they got)."""

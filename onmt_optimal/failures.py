@@ -62,6 +62,7 @@ def run(prog: str, main, describe=None):
                     if signal.getsignal(signum) is not signal.SIG_IGN}  # nohup's SIGHUP stays ignored
     stock_handle_error = logging.FileHandler.handleError
     logging.FileHandler.handleError = _failed_log_write
+    commits = atomic.commits()
     try:
         if import_hook.swallowed_interrupt():  # a Ctrl-C while the command's modules imported, lost by one of them
             raise KeyboardInterrupt
@@ -71,10 +72,10 @@ def run(prog: str, main, describe=None):
         fail(prog, str(err), getattr(err, "status", 1))
     except KeyboardInterrupt:
         atomic.abort_all()
-        fail(prog, "interrupted (Ctrl-C); output files were left as they were", 130)
+        fail(prog, f"interrupted (Ctrl-C); {_outputs_now(commits)}", 130)
     except Terminated as err:
         atomic.abort_all()
-        fail(prog, f"{TERMINATING[err.signum]}; output files were left as they were", 128 + err.signum)
+        fail(prog, f"{TERMINATING[err.signum]}; {_outputs_now(commits)}", 128 + err.signum)
     except Exception as err:
         atomic.abort_all()
         message = describe(err) if describe is not None else None
@@ -86,6 +87,14 @@ def run(prog: str, main, describe=None):
         for signum, handler in previous.items():
             if handler is not None:  # (None: a handler not installed from Python, which cannot be put back)
                 signal.signal(signum, handler)
+
+
+def _outputs_now(commits: int) -> str:
+    """What a stopped run left: its outputs as they were, or, stopped once they were renamed into place (``commits``:
+    ``atomic.commits()`` as the run began), its new outputs, complete."""
+    if atomic.commits() > commits:
+        return "the outputs had been written and renamed into place: they are complete"
+    return "output files were left as they were"
 
 
 class LogFileError(Fault):

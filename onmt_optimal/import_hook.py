@@ -7,8 +7,10 @@ import with a dict lookup and leaves it alone, except for the registered module 
 imports a toolkit's top-level module (``ADAPTERS``: ``onmt``, ``eole``), the finder imports that adapter's
 ``hook`` module, which registers, per module name, which function of its ``patch`` module runs once that module
 has finished executing (``install``); one finder serves every adapter. A process that never imports a toolkit
-loads no adapter. ``ONMT_OPTIMAL_DISABLE`` set to a true value (``1``, ``true``, ``yes``, ``on``, any case)
-gives the stock toolkits in a process; ``0``, ``false``, ``no``, ``off`` or an empty value keep the plugin on.
+loads no adapter. ``ONMT_OPTIMAL_DISABLE`` set to a true value (``1``, ``true``, ``yes``, ``on``, any case,
+spaces around ignored) gives the stock toolkits in a process; ``0``, ``false``, ``no``, ``off`` or an empty value
+keep the plugin on. Any other value keeps it on too, and the process says so in one warning line on stderr when
+it first imports a toolkit (``_warn_unknown``; a process that imports none stays silent).
 ``withdraw`` takes the finder out again (stock OpenNMT-py for comparisons: ``onmt_optimal.opennmt.stock``).
 
 In a toolkit's command (``onmt_translate``, ``eole``, ``onmt-optimal`` or ``python -m onmt_optimal``:
@@ -26,6 +28,8 @@ import os
 import sys
 
 TRUE_VALUES = ("1", "true", "yes", "on")
+#: the values of ``ONMT_OPTIMAL_DISABLE`` that keep the plugin on without a word
+FALSE_VALUES = ("0", "false", "no", "off", "")
 
 #: a toolkit's top-level module -> its adapter's hook module, imported when a process first imports the toolkit
 ADAPTERS = {"onmt": "onmt_optimal.opennmt.hook", "eole": "onmt_optimal.eole.hook"}
@@ -80,6 +84,7 @@ class _Finder:
     def find_spec(self, fullname, path, target=None):
         adapter = _PENDING.pop(fullname, None)
         if adapter is not None:
+            _warn_unknown()
             __import__(adapter)  # the adapter's hook module registers its modules (``install``)
         hook = _HOOKS.get(fullname)
         if hook is None:
@@ -98,6 +103,21 @@ class _Finder:
 def disabled() -> bool:
     """True when ``ONMT_OPTIMAL_DISABLE`` holds a true value (1/true/yes/on); ``0``/``false``/``no`` do not."""
     return os.environ.get("ONMT_OPTIMAL_DISABLE", "").strip().lower() in TRUE_VALUES
+
+
+def _warn_unknown() -> None:
+    """One line on stderr, once per process, if ``ONMT_OPTIMAL_DISABLE`` holds a value that is neither true nor
+    false (``TRUE_VALUES``, ``FALSE_VALUES``): the plugin stays on."""
+    global _WARNED
+    value = os.environ.get("ONMT_OPTIMAL_DISABLE", "")
+    if _WARNED or value.strip().lower() in TRUE_VALUES + FALSE_VALUES:
+        return
+    _WARNED = True
+    sys.stderr.write(f"onmt-optimal: warning: ONMT_OPTIMAL_DISABLE={value!r} is not understood (1, true, yes or on "
+                     f"turn the plugin off; 0, false, no, off or empty keep it on): the plugin stays on\n")
+
+
+_WARNED = False
 
 
 def _ensure_finder() -> None:

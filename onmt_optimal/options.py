@@ -199,12 +199,72 @@ def _check_writable(flag: str, path: str | None) -> None:
         if not os.access(parent, os.W_OK | os.X_OK):
             raise OptionError(f"{flag} {path}: directory {parent} is not writable (the file is written beside "
                               f"its target, then renamed onto it)")
+        _probe_directory(flag, path, parent)
         return
     parent = os.path.dirname(os.path.realpath(path))  # a dangling symbolic link: where its target would be made
     if not os.path.isdir(parent):
         raise OptionError(f"{flag} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise OptionError(f"{flag} {path}: directory {parent} is not writable")
+    _probe_directory(flag, path, parent)
+
+
+def _probe_directory(flag: str, path: str, parent: str) -> None:
+    """``parent`` takes a new file, tried: an empty file made there and removed at once. ``os.access`` answers
+    for the permission bits alone, and root passes those everywhere, while a file system such as /sys or /proc
+    refuses new files to root too (the write then failed after the whole decode)."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".onmt-optimal-probe-", dir=parent)
+    except OSError as err:
+        raise OptionError(f"{flag} {path}: directory {parent} takes no new file ({err.strerror or err})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def check_path_type(flag: str, value) -> None:
+    """A path-typed option given in JSON or YAML is a string: ``5`` or ``["a", "b"]`` named a file ``5`` or
+    ``['a', 'b']`` once turned into a command line."""
+    if value is not None and not isinstance(value, str):
+        raise OptionTypeError(f"{flag} must be a file name (a string), got {value!r}")
+
+
+def check_appended(flag: str, path) -> None:
+    """A file a server appends to request by request (its ``stats_file``, its ``log_file``): a name (a string,
+    not ending with ``/``), and a regular file that takes appended lines, or a new one its directory takes. A
+    FIFO (every request would wait on a reader, holding its model's lock), a device or a directory is refused;
+    ``/dev/null`` is taken. Nothing is written: an existing file is opened for appending and closed."""
+    import stat
+
+    check_path_type(flag, path)
+    if not path:
+        raise OptionError(f"{flag} is empty: name a file")
+    if path == os.devnull:
+        return
+    if path.endswith(os.sep):
+        raise OptionError(f"{flag} {path} ends with '{os.sep}': it names a directory, not a file")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise OptionError(f"{flag} {path} is a directory, not a file")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise OptionError(f"{flag} {path} is not a regular file (a FIFO, a socket or a device): a server appends "
+                          f"to a regular file; name one")
+    if mode is not None:
+        if not os.access(path, os.W_OK):
+            raise OptionError(f"{flag} {path} is not writable")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC))
+        except OSError as err:
+            raise OptionError(f"{flag} {path} cannot be appended to ({err.strerror or err})") from None
+        return
+    parent = os.path.dirname(os.path.realpath(path))
+    if not os.path.isdir(parent):
+        raise OptionError(f"{flag} {path}: directory {parent} does not exist")
+    _probe_directory(flag, path, parent)
 
 
 def _same_file(a: str, b: str) -> bool:

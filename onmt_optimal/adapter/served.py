@@ -38,13 +38,40 @@ HEADER = "X-Request-Id"
 MAX_ID = 128
 
 
+#: the field of each sentence's answer that carries its statistics (as vLLM's server puts them in each choice)
+FIELD = "onmt_optimal"
+
+
 class Request:
-    """The request a server is answering: its ``id``, and whether its records were written (``used``: the server
-    then answers the id in ``HEADER``)."""
+    """The request a server is answering: its ``id``, whether its records were written (``used``: the server
+    then answers the id in ``HEADER``), and what its answer's statistics (``FIELD``) are made of: the number of
+    segments of each input (``segments``, as the server's preprocessing split it), whether each segment was
+    empty (``empty``: answered without a decode, so without a record) and the decode's ``records``, in order."""
 
     def __init__(self, given: str | None = None):
         self.id = given if _acceptable(given) else secrets.token_hex(16)
         self.used = False
+        self.segments: list = []
+        self.empty: list = []
+        self.records: list = []
+
+    def answer_stats(self) -> list | None:
+        """Per input, its ``FIELD``: the record of its one decoded segment as the statistics file has it (``line``
+        numbering the request's decoded segments from 1; ``search.record.STATS``), None for an input answered
+        without a decode, a list of them for an input the preprocessing split; None when the counts disagree (a
+        decode that kept no records)."""
+        if len(self.records) != self.empty.count(False) or sum(self.segments) != len(self.empty):
+            return None
+        decoded, per_segment = iter(enumerate(self.records, start=1)), []
+        for empty in self.empty:
+            line, record = (None, None) if empty else next(decoded)
+            per_segment.append(None if empty else json.loads(record.json(line)))
+        out, at = [], 0
+        for count in self.segments:
+            pieces = per_segment[at:at + count]
+            out.append(pieces[0] if count == 1 else pieces)
+            at += count
+        return out
 
 
 def _acceptable(given) -> bool:
@@ -95,18 +122,38 @@ def _lock(path: str) -> threading.Lock:
         return _LOCKS.setdefault(key, threading.Lock())
 
 
+def quiesce(timeout: float = 10.0) -> None:
+    """Before the process ends on a signal: every append in flight finished and none begun after (the locks
+    are taken and kept), within ``timeout`` seconds in all; the logging handlers' locks too, so that no log
+    line is cut short."""
+    import logging
+    import time
+
+    deadline = time.monotonic() + timeout
+    if not _LOCKS_GUARD.acquire(timeout=timeout):
+        return
+    locks = list(_LOCKS.values()) + [getattr(h, "lock", None) for h in logging.getLogger().handlers
+                                     + logging.getLogger("onmt").handlers]
+    for lock in locks:
+        if lock is not None:
+            lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+
+
 def append(path: str, text: str, flag: str = "-stats_file") -> None:
     """``text`` added at the end of ``path`` (created if need be) in one write, or nothing added at all (see the
     module docstring); a failure raises ``atomic.OutputError``."""
     data = text.encode("utf-8")
     with _lock(path):
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:  # (O_NONBLOCK: a FIFO put in the file's place since start-up fails at once instead of hanging)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
         except OSError as err:
             raise atomic.OutputError(f"{flag} {path}: cannot append to it ({_reason(err)}); earlier records "
                                      f"were kept") from None
         try:
             regular = stat.S_ISREG(os.fstat(fd).st_mode)
+            if not regular and path != os.devnull:
+                raise atomic.OutputError(f"{flag} {path}: cannot append to it (not a regular file any more); "
+                                         f"earlier records were kept")
             end = 0
             if regular:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
@@ -142,18 +189,8 @@ def _reason(err: OSError) -> str:
 
 
 def check(flag: str, path: str) -> None:
-    """``path`` can take appended records: refused at start-up in one line (``options.OptionError``) otherwise,
-    before any request comes."""
-    from onmt_optimal.options import OptionError
+    """``path`` can take appended records (``options.check_appended``: a regular file, or a new one its directory
+    takes): refused at start-up in one line (``options.OptionError``) otherwise, before any request comes."""
+    from onmt_optimal.options import check_appended
 
-    if os.path.isdir(path):
-        raise OptionError(f"{flag} {path} is a directory, not a file")
-    if os.path.exists(path):
-        if not os.access(path, os.W_OK):
-            raise OptionError(f"{flag} {path} is not writable")
-        return
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise OptionError(f"{flag} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OptionError(f"{flag} {path}: directory {parent} is not writable")
+    check_appended(flag, path)

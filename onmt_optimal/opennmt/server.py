@@ -8,20 +8,31 @@ has (``patch_command``):
 
 * ``ServerModel.parse_opt``: a switch of ours (``"bp_norm"``, ``"progress"``) set to ``false`` is off (stock
   passes every JSON boolean as the bare switch, so ``false`` turned it on) and any other value than true or false
-  is refused, and so is ``"ray_workers"`` (``onmt_translate``'s alone); an error of OpenNMT-py's parser (a value
-  of the wrong type, an unknown option) is one ``OptionError`` line instead of its usage text and
-  ``SystemExit``; a relative ``stats_file`` is joined to the model's root, as ``log_file`` is, and must be
-  appendable, and neither a model file nor the log file;
+  is refused, and so are ``"ray_workers"`` (``onmt_translate``'s alone), ``"transforms"`` (the server applies
+  none) and a path-typed option that is not a string (``server_files.check_opt``); an error of OpenNMT-py's
+  parser (a value of the wrong type, an unknown option) is one ``OptionError`` line instead of its usage text
+  and ``SystemExit``; a relative ``stats_file`` is joined to the model's root, as ``log_file`` is, and must be
+  a regular file that takes appended lines, and neither a model file nor the log file;
 * ``ServerModel.__init__``: those errors, and every check of ours (``options.check_search`` through
   ``validate_translate_opts``, the same as ``onmt_translate``'s), name the model and are a ``ServerModelError``
-  too, so ``/clone_model`` answers them as an error, not a crash;
+  too, so ``/clone_model`` answers them as an error, not a crash; the model keeps the settings it was made with
+  (its root, tokenizer, ...) for its clones;
 * ``ServerModel.load``: the translator appends each request's records to ``stats_file`` (``adapter.served``)
-  instead of rewriting the file per request;
+  instead of rewriting the file per request, and hands each request's records to its answer;
 * ``ServerModel.run``: the request's id (the client's ``X-Request-Id``, or a fresh one) goes with its records and
-  back to the client in that header, where a ``stats_file`` is set;
+  back to the client in that header, where a ``stats_file`` is set; under onmt-optimal's search each sentence's
+  answer carries its statistics (``server_http.put_stats``), found through ``maybe_preprocess`` and
+  ``maybe_tokenize`` (how many segments each input made, which were empty);
+* ``TranslationServer.start``: every file the config makes the server read and write is checked first
+  (``server_files.check_config``: distinct, regular, writable), before any model or log file is opened;
+* ``TranslationServer.clone_model``: a client's ``"opt"`` may set no option that names a file
+  (``server_files.CLIENT_REFUSED``: refused in one line, nothing registered); the clone gets a fresh id (stock
+  took the body's ``"timeout"`` for it, failed on ``load_time`` with a 500 and left the model registered under
+  that id), the timeout as its timeout, its model's files, root and tokenizer, and is loaded;
 * ``onmt.bin.server.start`` (``main``'s): a refused option (at start-up: every model's ``"opt"`` is parsed then,
-  loaded or not) or an unwritable ``stats_file`` ends the command with ``onmt_server: error: CONFIG: model ID:
-  ...`` and exit status 2, no traceback.
+  loaded or not) or a refused file ends the command with ``onmt_server: error: CONFIG: model ID: ...`` and exit
+  status 2, no traceback; SIGTERM and SIGINT stop it at once (``server_http.stop_on_signals``); its Flask app
+  answers malformed requests 400 in one line (``server_http.guard``).
 
 With none of our options the server is stock OpenNMT-py's, answers and scores alike.
 """
@@ -52,7 +63,20 @@ def patch_translation_server() -> None:
     model.parse_opt = _parsed(model.parse_opt)
     model.load = _appending(model.load)
     model.run = _with_request_id(model.run)
+    model.maybe_preprocess = _counting_segments(model.maybe_preprocess)
+    model.maybe_tokenize = _noting_empty(model.maybe_tokenize)
+    server = module.TranslationServer
+    if not ours(server.start):
+        server.start = _checked_start(server.start)
+    if not ours(server.clone_model):
+        server.clone_model = mark(_clone_model)
     model.__init__ = _named(model.__init__)  # the last: a call that finds it ours has nothing left to do
+
+
+#: the ``TranslationServer`` started last in this process (the one ``onmt_server`` serves: ``server_http.guard``)
+_SERVING: list = []
+#: where a ``ServerModel`` keeps the settings it was made with (its clones get them)
+SETTINGS = "_onmt_optimal_settings"
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,6 +111,9 @@ def _parsed(parse_opt):
 
     @functools.wraps(parse_opt)
     def parse(self, opt):
+        from onmt_optimal.opennmt.server_files import check_opt
+
+        check_opt(opt)
         _switches(opt)
         argv = sys.argv
         try:
@@ -139,6 +166,7 @@ def _named(init):
     def __init__(self, opt, model_id, *args, **kwargs):
         from onmt_optimal.options import OptionError
 
+        setattr(self, SETTINGS, dict(kwargs))
         try:
             init(self, opt, model_id, *args, **kwargs)
         except OptionError as err:
@@ -158,8 +186,107 @@ def _appending(load):
             from onmt_optimal.adapter.served import StatsLog
 
             self.translator.stats_log = StatsLog(search.stats_file, self.model_id)
+        if search is not None and not search.stock:
+            self.translator._translate = _handing_records(self.translator, self.translator._translate)
 
     return mark(appending)
+
+
+def _handing_records(translator, translate):
+    """``translator._translate`` that hands the decode's records, in input order, to the request being answered
+    (``served.Request.records``), under the model's lock."""
+
+    @functools.wraps(translate)
+    def handing(*args, **kwargs):
+        from onmt_optimal.adapter import lines, served
+
+        result = translate(*args, **kwargs)
+        request = served.CURRENT.get()
+        if request is not None:
+            request.records = lines.ordered(translator._stats)
+        return result
+
+    return handing
+
+
+def _counting_segments(maybe_preprocess):
+    """``ServerModel.maybe_preprocess`` noting how many segments each input of the request made."""
+
+    @functools.wraps(maybe_preprocess)
+    def counting(self, sequence):
+        from onmt_optimal.adapter import served
+
+        out = maybe_preprocess(self, sequence)
+        request = served.CURRENT.get()
+        if request is not None and isinstance(out, dict):
+            request.segments.append(len(out.get("seg", ())))
+        return out
+
+    return mark(counting)
+
+
+def _noting_empty(maybe_tokenize):
+    """``ServerModel.maybe_tokenize`` noting, for each source segment, whether it came out empty (the server
+    answers it without a decode)."""
+
+    @functools.wraps(maybe_tokenize)
+    def noting(self, sequence, side="src"):
+        from onmt_optimal.adapter import served
+
+        out = maybe_tokenize(self, sequence, side)
+        request = served.CURRENT.get()
+        if request is not None and side == "src":
+            request.empty.append(out == "")
+        return out
+
+    return mark(noting)
+
+
+def _checked_start(start):
+    """``TranslationServer.start`` checking every file of the config first (``server_files.check_config``)."""
+
+    @functools.wraps(start)
+    def checked(self, config_file):
+        from onmt_optimal.opennmt.server_files import check_config
+
+        _SERVING[:] = [self]
+        check_config(config_file)
+        return start(self, config_file)
+
+    return mark(checked)
+
+
+def _clone_model(self, model_id, opt, timeout=-1):
+    """``TranslationServer.clone_model`` as the module docstring says: ``model_id``'s model again, with
+    ``opt`` (None: its own options) under a fresh id; returns ``(new id, load time)``."""
+    from onmt.translate.translation_server import ServerModelError
+
+    from onmt_optimal.options import OptionError
+    from onmt_optimal.opennmt.server_files import CLIENT_REFUSED, by_dest
+
+    source = self.models.get(model_id)
+    if source is None:
+        raise ServerModelError(f"No such model '{model_id}'")
+    if isinstance(timeout, bool) or not isinstance(timeout, int):
+        raise ServerModelError(f"clone of model {model_id}: timeout must be a whole number of seconds "
+                               f"(got {timeout!r})")
+    if opt is None:
+        opt = dict(source.user_opt)  # the operator's options, files included
+    else:
+        if not isinstance(opt, dict):
+            raise ServerModelError(f"clone of model {model_id}: opt must be an object of options (got {opt!r})")
+        try:
+            named = [name for name in by_dest(opt) if name in CLIENT_REFUSED]
+        except OptionError as err:
+            raise option_error()(f"clone of model {model_id}: {err}") from None
+        if named:
+            raise option_error()(f"clone of model {model_id}: \"{named[0]}\" names a file or a package, which "
+                                 f"a client may not choose: only the server's config names them")
+        opt = dict(opt)
+    opt["models"] = [os.path.abspath(m) for m in source.opt.models]
+    settings = {**getattr(source, SETTINGS, {}), "timeout": timeout, "load": True}
+    new_id = self.preload_model(opt, **settings)  # registered only once made and loaded
+    return new_id, self.models[new_id].load_time
 
 
 def _with_request_id(run):
@@ -169,9 +296,12 @@ def _with_request_id(run):
 
     @functools.wraps(run)
     def run_request(self, inputs):
-        if not getattr(self.opt, "stats_file", None):
+        from onmt_optimal.options import Flags
+
+        if not Flags.read(self.opt).active:
             return run(self, inputs)
         from onmt_optimal.adapter import served
+        from onmt_optimal.opennmt import server_http
 
         flask = sys.modules.get("flask")
         in_flask = flask is not None and flask.has_request_context()
@@ -181,11 +311,14 @@ def _with_request_id(run):
             result = run(self, inputs)
         finally:
             served.CURRENT.reset(token)
-        if in_flask and request.used:
+        if in_flask:
+            stats = request.answer_stats()
+
             @flask.after_this_request
-            def answer_id(response):
-                response.headers[served.HEADER] = request.id
-                return response
+            def answer(response):
+                if request.used:
+                    response.headers[served.HEADER] = request.id
+                return response if stats is None else server_http.put_stats(response, stats)
         return result
 
     return mark(run_request)
@@ -202,10 +335,28 @@ def patch_command() -> None:
     @functools.wraps(stock_start)
     def start(config_file, *args, **kwargs):
         from onmt_optimal import atomic, failures
+        from onmt_optimal.opennmt import server_http
 
+        server_http.stop_on_signals(PROG)
         try:
             return stock_start(config_file, *args, **kwargs)
         except (failures.Fault, atomic.OutputError) as err:
             failures.fail(PROG, f"{config_file}: {err}", getattr(err, "status", 1))
 
     cli.start = mark(start)
+    if not ours(cli.serve):
+        cli.serve = _guarded_serve(cli.serve)
+
+
+def _guarded_serve(serve):
+    """waitress's ``serve`` (which ``start`` calls last, with its Flask app) with the app's requests guarded
+    (``server_http.guard``) against the server ``start`` started."""
+
+    @functools.wraps(serve)
+    def guarded(app, *args, **kwargs):
+        from onmt_optimal.opennmt import server_http
+
+        server_http.guard(app, lambda: _SERVING[0].models if _SERVING else {})
+        return serve(app, *args, **kwargs)
+
+    return mark(guarded)

@@ -75,6 +75,16 @@ def test_a_dump_beam_in_a_missing_directory_is_refused_before_the_model_loads(ou
     assert earlier.read_text() == "earlier translations\n"
 
 
+def test_a_stats_file_where_no_file_can_be_made_is_refused_before_the_model_loads(our_worker, toy_model, corpus,
+                                                                                   earlier):
+    """/sys takes no new file, not even from root, whose ``os.access`` says yes: stock and the plugin refused it
+    only after the whole decode."""
+    proc = our_worker.run("-model", toy_model, "-src", corpus["src"], "-output", earlier, "-stats_file",
+                          "/sys/onmt-optimal-stats.jsonl", *OURS)
+    refused_early(proc, "-stats_file /sys/onmt-optimal-stats.jsonl")
+    assert earlier.read_text() == "earlier translations\n"
+
+
 # ------------------------------------------------------------------ the sweep's --out, wherever the model is named
 @pytest.mark.parametrize("key", ["model", "src_subword_model"])
 @pytest.mark.parametrize("spelled", ["path", "symlink", "trailing slash"])

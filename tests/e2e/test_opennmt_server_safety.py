@@ -1,0 +1,352 @@
+"""``onmt_server`` safe to expose: no client chooses a file, no operator mistake destroys one, no shutdown hangs.
+
+Against a real ``onmt_server`` on 127.0.0.1 (the session's toy model, started and stopped here) with a real HTTP
+client, a table of attacks (a ``/clone_model`` whose ``"opt"`` names a file, then a request to the id stock left
+registered; malformed requests) and of operator mistakes (a ``stats_file`` that is the config, the tokenizer's
+model directly or through a link, a FIFO, ``newdir/``, ``5``, a list, under /sys; a ``"transforms"``), each with
+the sha256 of every file around before and after. Before: a clone with ``{"timeout": 556, "opt": {"stats_file":
+PATH}}`` left model 556 registered and its first request appended to PATH; the mistakes started and corrupted the
+file on the first request (a FIFO hung every request); malformed requests were 500s with tracebacks. Then the time
+the server takes to stop on SIGTERM and SIGINT while it decodes (stock's SIGINT could abort with status 134,
+"terminate called without an active exception"), and the shipped ``configs/tvsub-zh-en/server.json`` started as
+docs/usage.md says, answering a raw line as ``onmt_translate -config configs/tvsub-zh-en/optimal.yaml`` does.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import http_server
+from helpers.one_line import one_error_line
+
+pytestmark = pytest.mark.slow  # every test here starts a server
+
+ROOT = "/translator"
+REPO = Path(__file__).resolve().parents[2]
+INPUTS = ["a b c", "p o", "k e i d", "m a n g o", "h", "b i b i b"]
+SHARED = {"beam_size": 3, "n_best": 2, "max_length": 30}
+OURS = {"length_penalty": "none", "stopping": "optimal", "length_reward": 1.0, "length_ratio": 1.5}
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def entry(model_id: int, opt: dict, **more) -> dict:
+    return {"id": model_id, "model": "model.pt", "timeout": -1, "on_timeout": "to_cpu", "load": True, "opt": opt,
+            **more}
+
+
+def write_config(root: Path, *models: dict, name: str = "conf.json") -> Path:
+    path = root / name
+    path.write_text(json.dumps({"models_root": str(root), "models": list(models)}))
+    return path
+
+
+def checksums(*dirs: Path) -> dict:
+    """sha256 of every regular file under ``dirs`` (links followed to regular files), by path."""
+    out = {}
+    for d in dirs:
+        for path in sorted(Path(d).rglob("*")):
+            if path.is_file():
+                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+@pytest.fixture(scope="module")
+def root(toy_model, tmp_path_factory) -> Path:
+    """models_root: the toy model (a link), a SentencePiece model file, and the files a server writes."""
+    path = tmp_path_factory.mktemp("served")
+    (path / "model.pt").symlink_to(toy_model)
+    (path / "src.spm.model").write_bytes((REPO / "models/tvsub-zh-en/src.spm.model").read_bytes())
+    return path
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory) -> Path:
+    """Files outside models_root that a client would like the server to write."""
+    path = tmp_path_factory.mktemp("outside")
+    (path / "victim.txt").write_text("a user's file\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(root, tmp_path_factory):
+    conf = write_config(root, entry(7, {**SHARED, **OURS, "stats_file": "stats.jsonl", "log_file": "server.log",
+                                        "log_file_level": "INFO"}),
+                        entry(8, dict(SHARED)))
+    port = http_server.free_port()
+    cwd = tmp_path_factory.mktemp("cwd")
+    served = http_server.Server([_bin("onmt_server"), "--ip", http_server.HOST, "--port", port, "-m", conf],
+                                port, f"{ROOT}/health", tmp_path_factory.mktemp("log") / "output.log",
+                                env=http_server.env(), cwd=cwd)
+    served.cwd, served.conf = cwd, conf
+    yield served
+    served.stop()
+
+
+def model_ids(server) -> list:
+    return sorted(m["model_id"] for m in server.get(f"{ROOT}/models").body)
+
+
+def written_by_the_server(root: Path) -> dict:
+    """The files the operator let model 7 write, which grow by appending only."""
+    return {name: (root / name).read_bytes() if (root / name).exists() else b""
+            for name in ("stats.jsonl", "server.log")}
+
+
+# ------------------------------------------------------------------ a clone's "opt" names no file
+CLONE_ATTACKS = [
+    ("stats_file-outside", lambda root, out: {"stats_file": str(out / "new.jsonl")}),
+    ("stats_file-victim", lambda root, out: {"stats_file": str(out / "victim.txt")}),
+    ("stats_file-config", lambda root, out: {"stats_file": str(root / "conf.json")}),
+    ("stats_file-tokenizer", lambda root, out: {"stats_file": str(root / "src.spm.model")}),
+    ("stats_file-relative", lambda root, out: {"stats_file": "relative.jsonl"}),
+    ("log_file", lambda root, out: {"log_file": str(out / "victim.txt"), "log_file_level": "INFO"}),
+    ("output", lambda root, out: {"output": str(out / "victim.txt")}),
+    ("dump_beam", lambda root, out: {"dump_beam": str(out / "victim.txt")}),
+    ("save_config", lambda root, out: {"save_config": str(out / "victim.txt")}),
+    ("config", lambda root, out: {"config": str(out / "victim.txt")}),
+    ("models", lambda root, out: {"models": [str(out / "victim.txt")]}),
+    ("onmttok_kwargs", lambda root, out: {"src_onmttok_kwargs": "{'bpe_model_path': '/etc/passwd'}"}),
+    ("transforms", lambda root, out: {"transforms": ["sentencepiece"]}),
+    ("dashed-log_file", lambda root, out: {"-log_file": str(out / "victim.txt"), "log_file_level": "INFO"}),
+    ("abbreviated-stats_file", lambda root, out: {"stats_fil": str(out / "victim.txt")}),
+    ("abbreviated-output", lambda root, out: {"outp": str(out / "victim.txt")}),
+]
+
+
+@pytest.mark.parametrize("name, opt", CLONE_ATTACKS, ids=[c[0] for c in CLONE_ATTACKS])
+def test_a_clone_that_names_a_file_is_refused_and_nothing_is_written(server, root, outside, name, opt):
+    before, grown = checksums(root, outside, server.cwd), written_by_the_server(root)
+    ids = model_ids(server)
+    answer = server.post(f"{ROOT}/clone_model/7", {"timeout": 556, "opt": {**SHARED, **OURS, **opt(root, outside)}})
+    assert answer.status == 200 and answer.body["status"] == "error", answer.body
+    error = answer.body["error"]
+    assert error.startswith("clone of model 7: ") and ("a client may not choose" in error
+                                                       or "abbreviates an option's name: write it in full" in error)
+    assert len(error.splitlines()) == 1
+    assert model_ids(server) == ids  # nothing left registered (stock: model 556)
+    refused = server.post(f"{ROOT}/translate", [{"id": 556, "src": "a b c"}])
+    assert refused.status == 400 and refused.body["error"].startswith("no model 556"), refused.body
+    assert checksums(root, outside, server.cwd) == {**before, **{k: v for k, v in checksums(root).items()
+                                                                 if Path(k).name in grown}}
+    now = written_by_the_server(root)
+    assert all(now[k].startswith(grown[k]) for k in grown)
+
+
+def test_a_clone_without_files_is_served_under_a_fresh_id(server, root, outside):
+    before = checksums(outside, server.cwd)
+    answer = server.post(f"{ROOT}/clone_model/8", {"timeout": 556, "opt": {**SHARED, "beam_size": 2}})
+    assert answer.status == 200 and answer.body["status"] == "ok", answer.body
+    new = answer.body["model_id"]
+    assert new not in (7, 8, 556) and new in model_ids(server)
+    got = server.post(f"{ROOT}/translate", [{"id": new, "src": "a b c"}])
+    assert got.status == 200 and got.body[0][0]["tgt"], got.body
+    assert server.get(f"{ROOT}/unload_model/{new}").body["status"] == "ok"
+    assert checksums(outside, server.cwd) == before
+
+
+# ------------------------------------------------------------------ malformed requests: 400 in one line
+BAD_REQUESTS = [
+    ("src-number", "/translate", [{"id": 7, "src": 5}], 'item 1: "src" must be a string (got a number)'),
+    ("src-missing", "/translate", [{"id": 7}], 'item 1: "src" must be a string (got null)'),
+    ("object-body", "/translate", {"id": 7, "src": "a"}, "the body must be a list of"),
+    ("empty-list", "/translate", [], "(got an empty list)"),
+    ("item-not-object", "/translate", ["a b"], "item 1 of the body must be an object"),
+    ("unknown-id", "/translate", [{"id": 999, "src": "a"}], "no model 999 (the models are "),
+    ("id-string", "/translate", [{"id": "7", "src": "a"}], "no model '7'"),
+    ("clone-list-body", "/clone_model/7", [1], "the body must be an object"),
+    ("clone-opt-list", "/clone_model/7", {"opt": ["a"]}, '"opt" must be an object of options'),
+    ("clone-timeout", "/clone_model/7", {"timeout": "x"}, '"timeout" must be a whole number'),
+]
+
+
+@pytest.mark.parametrize("name, path, body, says", BAD_REQUESTS, ids=[c[0] for c in BAD_REQUESTS])
+def test_a_malformed_request_is_answered_400_in_one_line(server, name, path, body, says):
+    size = len(server.output())
+    answer = server.post(ROOT + path, body)
+    assert answer.status == 400, (answer.status, answer.body)
+    assert answer.body["status"] == "error" and says in answer.body["error"], answer.body
+    assert len(answer.body["error"].splitlines()) == 1
+    assert "Traceback" not in server.output()[size:]
+    assert server.post(f"{ROOT}/translate", [{"id": 8, "src": "a b c"}]).status == 200  # serves on
+
+
+def test_an_unknown_model_of_to_cpu_is_answered_400(server):
+    answer = server.get(f"{ROOT}/to_cpu/999")
+    assert answer.status == 400 and answer.body["error"].startswith("no model 999"), answer.body
+
+
+# ------------------------------------------------------------------ statistics in the answer
+def test_each_sentence_carries_its_statistics_as_the_file_has_them(server, root):
+    stats = root / "stats.jsonl"
+    kept = stats.read_bytes() if stats.exists() else b""
+    answer = server.post(f"{ROOT}/translate", [{"id": 7, "src": line} for line in [*INPUTS[:3], "", INPUTS[3]]])
+    assert answer.status == 200, answer.body
+    appended = [json.loads(line) for line in stats.read_bytes()[len(kept):].decode().splitlines()]
+    for record in appended:
+        assert record.pop("request") == answer.headers["x-request-id"] and record.pop("model") == 7
+    for rank in answer.body:  # every n-best answer of a sentence carries the sentence's statistics
+        assert [item["onmt_optimal"] for item in rank] == [*appended[:3], None, appended[3]]
+    assert [r["line"] for r in appended] == [1, 2, 3, 4]
+    assert answer.body[0][0]["pred_score"] == appended[0]["score"]
+
+
+def test_a_stock_model_answers_without_statistics(server):
+    answer = server.post(f"{ROOT}/translate", [{"id": 8, "src": "a b c"}])
+    assert all("onmt_optimal" not in item for rank in answer.body for item in rank)
+
+
+# ------------------------------------------------------------------ operator mistakes: refused at start-up
+def _fifo(root: Path) -> str:
+    path = root / "stats.fifo"
+    if not path.exists():
+        os.mkfifo(path)
+    return str(path)
+
+
+def _link(root: Path) -> str:
+    path = root / "spm-link"
+    if not path.is_symlink():
+        path.symlink_to(root / "src.spm.model")
+    return str(path)
+
+
+TOKENIZER = {"tokenizer": {"src": {"type": "sentencepiece", "model": "src.spm.model"},
+                           "tgt": {"type": "sentencepiece", "model": "src.spm.model"}}}
+MISTAKES = [
+    ("stats-is-config", lambda r: ({"stats_file": "bad.json"}, {}), "-stats_file {root}/bad.json is the server's "
+                                                                    "config file (-m)"),
+    ("log-is-config", lambda r: ({"log_file": "bad.json"}, {}), "-log_file {root}/bad.json is the server's config"),
+    ("stats-is-tokenizer", lambda r: ({"stats_file": "src.spm.model"}, TOKENIZER),
+     "is the tokenizer's src SentencePiece model"),
+    ("stats-links-to-tokenizer", lambda r: ({"stats_file": _link(r)}, TOKENIZER),
+     "is the tokenizer's src SentencePiece model"),
+    ("stats-is-model", lambda r: ({"stats_file": "model.pt"}, {}), "is the -model file"),
+    ("stats-fifo", lambda r: ({"stats_file": _fifo(r)}, {}), "is not a regular file"),
+    ("stats-dir-slash", lambda r: ({"stats_file": "newdir/"}, {}), "ends with '/'"),
+    ("stats-number", lambda r: ({"stats_file": 5}, {}), "-stats_file must be a file name (a string), got 5"),
+    ("stats-list", lambda r: ({"stats_file": ["a", "b"]}, {}), "got ['a', 'b']"),
+    ("stats-under-sys", lambda r: ({"stats_file": "/sys/onmt-optimal-stats.jsonl"}, {}), "/sys"),
+    ("transforms", lambda r: ({"transforms": "sentencepiece"}, {}), '"transforms" in a model\'s "opt" is ignored'),
+    ("abbreviated-stats", lambda r: ({"stats_fil": "bad.json"}, {}), '"stats_fil" abbreviates an option\'s name'),
+    ("dashed-stats-is-config", lambda r: ({"-stats_file": "bad.json"}, {}), "-stats_file {root}/bad.json is the "
+                                                                          "server's config file (-m)"),
+]
+
+
+@pytest.mark.parametrize("name, make, says", MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_an_operator_mistake_ends_the_server_at_start_up_and_touches_no_file(tmp_path, toy_model, name, make, says):
+    root = tmp_path  # a models_root of its own
+    (root / "model.pt").symlink_to(toy_model)
+    (root / "src.spm.model").write_bytes(b"a SentencePiece model\n")
+    opt, more = make(root)
+    conf = write_config(root, entry(3, {**SHARED, **OURS, **opt}, **more), name="bad.json")
+    before = checksums(root)
+    returncode, stderr = _start_or_refuse(conf, root)
+    line = one_error_line(returncode, stderr, 2, prog="onmt_server")
+    assert line.startswith(f"onmt_server: error: {conf}: model 3: ") and says.format(root=root) in line, line
+    assert checksums(root) == before
+    assert not (root / "newdir").exists() and not (root / "5").exists()
+
+
+def _start_or_refuse(conf: Path, cwd: Path) -> tuple[int, str]:
+    """``onmt_server -m conf``'s exit status and stderr; a server that starts listening instead fails the test."""
+    port = http_server.free_port()
+    with open(cwd.parent / f"{cwd.name}.err", "w+") as err:
+        proc = subprocess.Popen([_bin("onmt_server"), "--ip", http_server.HOST, "--port", str(port), "-m", str(conf)],
+                                env=http_server.env(), stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
+        deadline = time.time() + 300
+        while proc.poll() is None and time.time() < deadline:
+            try:
+                listening = http_server.request(f"http://{http_server.HOST}:{port}{ROOT}/health", timeout=2)
+            except OSError:
+                listening = None
+            if listening is not None:
+                proc.kill()
+                proc.wait()
+                pytest.fail("onmt_server started and listens instead of refusing the config")
+            time.sleep(0.5)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        err.seek(0)
+        return proc.returncode, err.read()
+
+
+# ------------------------------------------------------------------ stopping while decoding
+def _decoding_server(root: Path, log: Path):
+    conf = write_config(root, entry(5, {"beam_size": 12, "max_length": 200, "length_penalty": "none",
+                                        "stopping": "exhaustive", "stats_file": "stop.jsonl",
+                                        "batch_size": 4, "max_length_ratio": 0}), name="stop.json")
+    port = http_server.free_port()
+    return http_server.Server([_bin("onmt_server"), "--ip", http_server.HOST, "--port", port, "-m", conf], port,
+                              f"{ROOT}/health", log, env=http_server.env())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_server_at_once_while_it_decodes(root, tmp_path, signum):
+    served = _decoding_server(root, tmp_path / "server.log")
+    try:
+        assert served.post(f"{ROOT}/translate", [{"id": 5, "src": "a b"}]).status == 200  # loaded, one record
+        answers = []
+        request = threading.Thread(target=lambda: answers.append(_quietly(served, [
+            {"id": 5, "src": " ".join(INPUTS)}] * 1000)))
+        request.start()
+        time.sleep(3)  # well into the decode (1000 sentences, a beam of 12 to max_length 200: a minute)
+        assert request.is_alive() and served.proc.poll() is None
+        sent = time.monotonic()
+        served.proc.send_signal(signum)
+        served.proc.wait(timeout=60)
+        took = time.monotonic() - sent
+        request.join(timeout=60)
+    finally:
+        served.stop()
+    print(f"\n{signal.Signals(signum).name}: stopped {took:.2f} s after the signal, mid-decode")
+    output = served.output()
+    assert served.proc.returncode == -signum, output[-3000:]  # ended as killed by the signal, not an abort
+    assert "terminate called" not in output and "Traceback" not in output, output[-3000:]
+    word = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted (Ctrl-C)"
+    assert output.splitlines()[-1] == f"onmt_server: {word}: stopped serving"
+    assert answers == [None]  # the request in flight got no answer: the server did not wait for it
+    for line in (root / "stop.jsonl").read_text().splitlines():
+        json.loads(line)  # records whole
+
+
+def _quietly(server, body):
+    try:
+        answer = server.post(f"{ROOT}/translate", body)
+        return answer.status
+    except OSError:
+        return None
+
+
+# ------------------------------------------------------------------ the shipped config, as the docs start it
+def test_the_shipped_tvsub_config_answers_as_onmt_translate(tmp_path):
+    port = http_server.free_port()
+    served = http_server.Server([_bin("onmt_server"), "--ip", "127.0.0.1", "--port", port, "-m",
+                                 "configs/tvsub-zh-en/server.json"], port, f"{ROOT}/health", tmp_path / "s.log",
+                                env=http_server.env(), cwd=REPO)
+    lines = ["罗斯 , 谢谢", "我 不 知道 你 在 说 什么"]
+    try:
+        answer = served.post(f"{ROOT}/translate", [{"id": 100, "src": line} for line in lines])
+    finally:
+        served.stop()
+    src, out = tmp_path / "src.txt", tmp_path / "out.txt"
+    src.write_text("\n".join(lines) + "\n")
+    done = subprocess.run([_bin("onmt_translate"), "-config", "configs/tvsub-zh-en/optimal.yaml", "-src", str(src),
+                           "-output", str(out)], cwd=REPO, env=http_server.env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [item["tgt"] for item in answer.body[0]] == out.read_text().splitlines()
+    assert all(item["onmt_optimal"]["stop_reason"] == "certificate" for item in answer.body[0])
