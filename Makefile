@@ -157,7 +157,7 @@ test-hf: setup-hf
 # the Hub folder (docs/hf.md): build/hub/optimal-beam-search, from hub/optimal-beam-search/ and copies of the package
 # modules the transformers loop imports, imports made relative (the standard library alone: no set-up needed)
 hub:
-	$(PYTHON) scripts/make_hub.py
+	$(PYTHON) -m onmt_optimal.tools.hub_folder
 
 # the golden check (docs/development.md#the-golden-check): decode the shipped and toy models with the working tree
 # and with BASE (a git revision; default HEAD, i.e. the uncommitted changes) under every flag set and compare

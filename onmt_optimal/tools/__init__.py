@@ -8,5 +8,6 @@ many times, or measure what a decode returned. One job a module:
 * ``exact_search``   the oracle: the exact global argmax of a scoring rule for one source sentence;
 * ``search_errors``  the beam's answers against the oracle's, sentence by sentence;
 * ``evaluate``       corpus BLEU and length ratio (sacrebleu);
-* ``text``           the training data's cleaning and Moses detokenization for BLEU.
+* ``text``           the training data's cleaning and Moses detokenization for BLEU;
+* ``hub_folder``     the Hub folder of transformers' loop, built from the clone (``make hub``).
 """

@@ -1,5 +1,5 @@
 """The Hub folder (transformers' convention for shared decoding methods: ``custom_generate/generate.py``), built by
-``make hub`` (``scripts/make_hub.py``) into a temporary folder, as a user with torch and transformers alone loads
+``make hub`` (``onmt_optimal.tools.hub_folder``) into a temporary folder, as a user with torch and transformers alone loads
 it: in an interpreter where ``onmt_optimal`` cannot be imported (``hub_user.py``), on the trained Marian and GPT-2,
 in both layouts transformers documents (a method repository: ``generate(custom_generate=<folder>,
 trust_remote_code=True)``; a model repository with ``custom_generate/``: plain ``generate()`` after
@@ -55,8 +55,9 @@ SUPPORTED = ("5.17.0", "5.23.0")
 
 
 def make_hub(out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "make_hub.py"), "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    """``make hub``'s command, into ``out``."""
+    return subprocess.run([sys.executable, "-m", "onmt_optimal.tools.hub_folder", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
