@@ -21,6 +21,8 @@ BEAM_SEARCH = "vllm.entrypoints.generate.beam_search"
 #: the modules of the serving classes the plugin patches
 COMPLETION = "vllm.entrypoints.openai.completion.serving"
 CHAT = "vllm.entrypoints.openai.chat_completion.serving"
+#: how often a step in flight looks whether the server's engine client stopped (``engine_step``)
+STOPPED_POLL_S = 0.5
 
 
 def online_mixin():
@@ -118,7 +120,11 @@ def online_tokenizer(serving, params):
 async def engine_step(serving, beams, sampling_params, request_id, trace_headers, session_id) -> list:
     """One step of the server's loop: every beam a request of ``sampling_params`` to the engine, sent together
     (``asyncio.gather``), named ``{request_id}-{uuid}-beam-{i}``; their ``RequestOutput``s in the beams' order.
-    Cancelling the caller's task cancels the requests, which the engine then aborts."""
+
+    Cancelling the caller's task (a client that disconnects) cancels the requests, which the engine then aborts.
+    An engine client that stops meanwhile (the server's shutdown: vLLM stops its output handler, and a request
+    in flight would wait for an answer that never comes) raises vLLM's ``EngineDeadError``
+    (``engine_client.dead_error``), checked every ``STOPPED_POLL_S``."""
     from vllm.utils import random_uuid
     from vllm.utils.async_utils import collect_from_async_generator
 
@@ -126,4 +132,12 @@ async def engine_step(serving, beams, sampling_params, request_id, trace_headers
     tasks = [asyncio.create_task(collect_from_async_generator(serving.engine_client.generate(
         beam.get_prompt(), sampling_params, f"{batch}-beam-{i}", lora_request=beam.lora_request,
         trace_headers=trace_headers, session_id=session_id))) for i, beam in enumerate(beams)]
-    return [x[0] for x in await asyncio.gather(*tasks)]
+    gathered = asyncio.gather(*tasks)
+    try:
+        while not (await asyncio.wait({gathered}, timeout=STOPPED_POLL_S))[0]:
+            if serving.engine_client.errored:
+                raise serving.engine_client.dead_error
+    except BaseException:  # cancelled (the client left) or stopped: the step's requests with it
+        gathered.cancel()
+        raise
+    return [x[0] for x in gathered.result()]

@@ -15,10 +15,12 @@ What differs is the stop: after each step the one prompt's beams and completed l
 (``Prompts``: the ``beam_width`` best completed under the rule, best first) is the list vLLM's ``sorted(completed,
 key=sort_beams_key, reverse=True)[:beam_width]`` gives at ``max_tokens`` under vLLM's own score.
 
-Cancelled: a client that disconnects cancels the request's task; the ``await`` on the step's requests raises
+Cancelled: a client that disconnects cancels the request's task; the wait on the step's requests raises
 ``CancelledError`` there and then, which cancels them in the engine (vLLM aborts them), and the search ends with
 no further step, as vLLM's loop does. An engine that aborts a beam's request (``"abort"``) ends the search at
 that step too: the live beams join ``completed``, marked ``"abort"``, and the answer is the rule's best of them.
+An engine client that stops (the server's shutdown) ends the step with vLLM's ``EngineDeadError``, where vLLM's
+loop would wait on (``internals.engine_step``).
 """
 from __future__ import annotations
 

@@ -262,20 +262,11 @@ def patch_completion() -> None:
     """Patch ``OpenAIServingCompletion`` (in the server's process alone) and say so in the server's log."""
     serving = internals.completion_serving()
     if _replace(serving, "create_completion", _serving(serving.create_completion)):
-        log.info("onmt-optimal %s: beam requests that ask (vllm_xargs: %s) run the optimal beam search; "
-                 "server default (%s): %s", _version(), ", ".join(NAMES), DEFAULTS,
-                 json.dumps(_default) if _default else "none")
+        log.info("onmt-optimal: beam requests that ask (vllm_xargs: %s) run the optimal beam search; "
+                 "server default (%s): %s", ", ".join(NAMES), DEFAULTS, json.dumps(_default) if _default else "none")
 
 
 def patch_chat() -> None:
     serving = internals.chat_serving()
     _replace(serving, "create_chat_completion", _serving(serving.create_chat_completion))
 
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("onmt-optimal")
-    except PackageNotFoundError:
-        return "(not installed)"

@@ -1,0 +1,46 @@
+"""vLLM's server stopped (SIGTERM, as an operator's ``kill``) with the search's beam requests in flight.
+
+On SIGTERM vLLM stops its engine client, then waits for the HTTP requests in flight to end. A stock beam request
+in flight then waits for engine answers that never come, until its client gives up (vLLM's own behaviour). The
+search's requests end at once (``internals.engine_step`` sees the stopped engine client): every client gets an
+answer, none waits for its timeout, and the server exits long before the clients' timeouts.
+"""
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from helpers import vllm_server
+
+CLIENT_TIMEOUT_S = 240
+
+
+def test_sigterm_ends_the_search_s_requests_in_flight(toy, model_dir, tmp_path):
+    server = vllm_server.start(model_dir, tmp_path)
+    try:
+        name = httpx.get(server.base + "/v1/models").json()["data"][0]["id"]
+        body = {"model": name, "prompt": ["a b =", "c d e ="], "use_beam_search": True, "n": 8, "max_tokens": 56,
+                "ignore_eos": True, "temperature": 0, "vllm_xargs": {"stopping": "exhaustive"}}
+
+        def ask():
+            try:
+                return httpx.post(server.base + "/v1/completions", json=body, timeout=CLIENT_TIMEOUT_S).status_code
+            except httpx.TimeoutException:
+                return "timeout"
+            except httpx.TransportError as error:
+                return type(error).__name__
+
+        with ThreadPoolExecutor(6) as pool:
+            asked = [pool.submit(ask) for _ in range(6)]
+            time.sleep(5)
+            assert not any(a.done() for a in asked)  # in flight
+            server.proc.send_signal(signal.SIGTERM)  # the API server, as ``kill PID``
+            start = time.monotonic()
+            server.proc.wait(timeout=CLIENT_TIMEOUT_S / 2)
+            took = time.monotonic() - start
+            answers = [a.result() for a in asked]
+    finally:
+        server.stop()
+    print(f"exited {took:.1f} s after SIGTERM; the clients got {answers}")
+    assert "timeout" not in answers
