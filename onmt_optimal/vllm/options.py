@@ -48,8 +48,10 @@ def search(llm, params, stopping, length_reward, length_ratio, bp_norm) -> Searc
         raise TypeError(f"optimal_beam_search takes a vllm.LLM first, got {type(llm).__name__}")
     if not isinstance(params, BeamSearchParams):
         raise TypeError(f"params must be a vllm.sampling_params.BeamSearchParams, got {type(params).__name__}")
+    from onmt_optimal.vllm.internals import model_config
+
     return rules(flags(stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
-                       bp_norm=bp_norm), params, *engine(llm.model_config))
+                       bp_norm=bp_norm), params, *engine(model_config(llm)))
 
 
 def engine(model_config) -> tuple[str, int | None]:

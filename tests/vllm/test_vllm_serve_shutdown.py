@@ -1,10 +1,11 @@
-"""vLLM's server stopped (SIGTERM, as an operator's ``kill``) with the search's beam requests in flight.
+"""vLLM's server stopped (SIGTERM, as an operator's ``kill``) with beam requests in flight.
 
-On SIGTERM vLLM stops its engine client, then waits for the HTTP requests in flight to end. A stock beam request
-in flight then waits for engine answers that never come, until its client gives up (vLLM's own behaviour). The
-search's requests end at once (``internals.engine_step`` sees the stopped engine client): every client gets an
-answer, none waits for its timeout, and the server exits long before the clients' timeouts.
+On SIGTERM vLLM stops its engine client, then waits for the HTTP requests in flight to end. The search's requests
+end at once (``internals.engine_step`` sees the stopped engine client): every client gets an answer, none waits
+for its timeout, and the server exits long before the clients' timeouts. vLLM's own beam requests (no
+``vllm_xargs``) are measured the same way and printed, not asserted: what they do is vLLM's.
 """
+import pytest
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -13,15 +14,16 @@ import httpx
 
 from helpers import vllm_server
 
-CLIENT_TIMEOUT_S = 240
+CLIENT_TIMEOUT_S = 120
 
 
-def test_sigterm_ends_the_search_s_requests_in_flight(toy, model_dir, tmp_path):
+@pytest.mark.parametrize("xargs", [{"stopping": "exhaustive"}, None], ids=["search", "stock"])
+def test_sigterm_with_beam_requests_in_flight(toy, model_dir, tmp_path, xargs):
     server = vllm_server.start(model_dir, tmp_path)
     try:
         name = httpx.get(server.base + "/v1/models").json()["data"][0]["id"]
         body = {"model": name, "prompt": ["a b =", "c d e ="], "use_beam_search": True, "n": 8, "max_tokens": 56,
-                "ignore_eos": True, "temperature": 0, "vllm_xargs": {"stopping": "exhaustive"}}
+                "ignore_eos": True, "temperature": 0, **({"vllm_xargs": xargs} if xargs else {})}
 
         def ask():
             try:
@@ -37,10 +39,13 @@ def test_sigterm_ends_the_search_s_requests_in_flight(toy, model_dir, tmp_path):
             assert not any(a.done() for a in asked)  # in flight
             server.proc.send_signal(signal.SIGTERM)  # the API server, as ``kill PID``
             start = time.monotonic()
-            server.proc.wait(timeout=CLIENT_TIMEOUT_S / 2)
-            took = time.monotonic() - start
             answers = [a.result() for a in asked]
+            answered = time.monotonic() - start
+            server.proc.wait(timeout=CLIENT_TIMEOUT_S)
+            took = time.monotonic() - start
     finally:
         server.stop()
-    print(f"exited {took:.1f} s after SIGTERM; the clients got {answers}")
-    assert "timeout" not in answers
+    print(f"{'search' if xargs else 'stock'}: the clients got {answers} within {answered:.1f} s of SIGTERM, "
+          f"with {CLIENT_TIMEOUT_S} s timeouts; the server exited after {took:.1f} s")
+    if xargs:
+        assert "timeout" not in answers
