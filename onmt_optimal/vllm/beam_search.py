@@ -1,8 +1,9 @@
 """``optimal_beam_search``: vLLM's ``LLM.beam_search`` that stops each prompt once the certificate holds.
 
 The loop is vLLM 0.32's ``BeamSearchOfflineMixin.beam_search`` (``vllm/entrypoints/generate/beam_search/
-offline.py``), statement for statement: the same prelude (watermarking resolved, the tokenizer's end token,
-``create_sort_beams_key_function``, the prompts through ``_preprocess_cmpl``, the LoRA requests, the
+offline.py``; its internals through ``internals``), statement for statement: the same prelude (watermarking
+resolved, the tokenizer's end token, ``create_sort_beams_key_function``, the prompts through ``_preprocess_cmpl``,
+the LoRA requests, the
 ``concurrency_limit`` chunks, the progress bar, the base ``SamplingParams`` with ``logprobs = 2 * beam_width``
 and ``max_tokens = 1``, one ``BeamSearchInstance`` a prompt), and each step is vLLM's own
 ``LLM._beam_search_step``, called on the instances still running: it sends every live beam to the engine,
@@ -19,7 +20,7 @@ decodes them.
 from __future__ import annotations
 
 from onmt_optimal.option_table import VLLM, taken_by
-from onmt_optimal.vllm import options
+from onmt_optimal.vllm import internals, options
 from onmt_optimal.vllm.output import OptimalBeamSearchOutput
 from onmt_optimal.vllm.prompts import Prompts
 
@@ -45,60 +46,59 @@ def optimal_beam_search(llm, prompts, params, lora_request=None, use_tqdm=False,
     ``stop_reason``, ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``, ``completed``,
     ``tokens``). Bad arguments raise one-line ``TypeError``/``ValueError``.
     """
-    from tqdm import tqdm
-    from vllm import SamplingParams
-    from vllm.entrypoints.generate.beam_search.offline import logger
-    from vllm.entrypoints.generate.beam_search.utils import BeamSearchInstance, create_sort_beams_key_function
-
     search = options.search(llm, params, stopping, length_reward, length_ratio, bp_norm)
     if concurrency_limit is not None and (isinstance(concurrency_limit, bool)
                                           or not isinstance(concurrency_limit, int) or concurrency_limit < 1):
         raise ValueError(f"concurrency_limit must be a positive int or None, got {concurrency_limit!r}")
-    # vLLM's prelude (offline.py, ``beam_search``)
-    beam_width, max_tokens, ignore_eos = params.beam_width, params.max_tokens, params.ignore_eos
-    llm.llm_engine.input_processor.resolve_watermarking(params)
-    tokenizer = llm.renderer.get_tokenizer()
-    eos_token_id = tokenizer.eos_token_id
-    sort_beams_key = create_sort_beams_key_function(eos_token_id, params.length_penalty)
-    engine_inputs = llm._preprocess_cmpl(prompts)
-    lora_requests = llm._lora_request_to_seq(lora_request, len(engine_inputs))
+    tokenizer, instances = _instances(llm, prompts, params, lora_request)
     if use_tqdm and concurrency_limit is not None:
-        logger.warning("Progress bar is not supported when using concurrency_limit. Disabling progress bar.")
+        internals.offline_logger().warning("Progress bar is not supported when using concurrency_limit. "
+                                           "Disabling progress bar.")
         use_tqdm = False
-    if concurrency_limit is None:
-        concurrency_limit = len(engine_inputs)
-    base_sampling_params = SamplingParams(logprobs=2 * beam_width, max_tokens=1, temperature=params.temperature,
-                                          watermarking=False, detokenize=False, skip_clone=True)
-    instances = []
-    for lora_req, prompt in zip(lora_requests, engine_inputs):
-        if prompt["type"] == "embeds":
-            raise ValueError("optimal_beam_search does not take embedding prompts (vLLM's beam search neither)")
-        instances.append(BeamSearchInstance(prompt, lora_request=lora_req, logprobs=None))
-
+    limit = len(instances) if concurrency_limit is None else concurrency_limit
     answered = []
-    for start in range(0, len(instances), concurrency_limit):
-        batch = instances[start:start + concurrency_limit]
-        decode = Prompts(search, batch, [len(i.beams[0].tokens) for i in batch], max_tokens, eos_token_id,
-                         sort_beams_key)
-        steps = range(1, max_tokens + 1)
-        if use_tqdm:
-            steps = tqdm(steps, desc="Beam search", unit="token", unit_scale=False)
-        for t in steps:
-            running = decode.running_hyps
-            if not running:
-                break
-            llm._beam_search_step(instances_batch=running, base_sampling_params=base_sampling_params,
-                                  eos_token_id=eos_token_id, ignore_eos=ignore_eos, beam_width=beam_width,
-                                  sort_beams_key=sort_beams_key, structured_output_backend=None,
-                                  structured_output_key=None, structured_output_bitmask=None)
-            if t == max_tokens:  # vLLM: ``instance.completed.extend(instance.beams)``
-                for instance in running:
-                    instance.completed.extend(instance.beams)
-            decode.after_step(t, t == max_tokens)
-        answered += [p.answer for p in decode.prompts]
+    for start in range(0, len(instances), limit):
+        answered += _decode(llm, instances[start:start + limit], search, params, tokenizer, use_tqdm)
     outputs = []
     for answer in answered:
         for beam in answer.sequences:
             beam.text = tokenizer.decode(beam.tokens, skip_special_tokens=params.skip_special_tokens)
         outputs.append(OptimalBeamSearchOutput(sequences=answer.sequences, record=answer.record))
     return outputs
+
+
+def _instances(llm, prompts, params, lora_request) -> tuple:
+    """vLLM's prelude (``internals.offline_prelude``): its tokenizer and one ``BeamSearchInstance`` a prompt."""
+    tokenizer, engine_inputs, lora_requests = internals.offline_prelude(llm, prompts, params, lora_request)
+    instances = []
+    for lora_req, prompt in zip(lora_requests, engine_inputs):
+        if prompt["type"] == "embeds":
+            raise ValueError("optimal_beam_search does not take embedding prompts (vLLM's beam search neither)")
+        instances.append(internals.instance(prompt, lora_req))
+    return tokenizer, instances
+
+
+def _decode(llm, batch: list, search, params, tokenizer, use_tqdm: bool) -> list:
+    """One chunk of prompts (``concurrency_limit``): vLLM's steps on the prompts still running, ``Prompts`` after
+    each; the prompts' ``prompts.Answer``s."""
+    from tqdm import tqdm
+    from vllm import SamplingParams
+
+    eos = tokenizer.eos_token_id
+    key = internals.sort_key(eos, params.length_penalty)
+    base = SamplingParams(logprobs=2 * params.beam_width, max_tokens=1, temperature=params.temperature,
+                          watermarking=False, detokenize=False, skip_clone=True)
+    T = params.max_tokens
+    decode = Prompts(search, batch, [len(i.beams[0].tokens) for i in batch], T, eos, key)
+    steps = tqdm(range(1, T + 1), desc="Beam search", unit="token", unit_scale=False) if use_tqdm \
+        else range(1, T + 1)
+    for t in steps:
+        running = decode.running_hyps
+        if not running:
+            break
+        internals.offline_step(llm, running, base, eos, params.ignore_eos, params.beam_width, key)
+        if t == T:  # vLLM: ``instance.completed.extend(instance.beams)``
+            for instance in running:
+                instance.completed.extend(instance.beams)
+        decode.after_step(t, t == T)
+    return [p.answer for p in decode.prompts]

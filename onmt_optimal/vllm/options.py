@@ -13,6 +13,8 @@ rise and no bound holds).
 """
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 
 from onmt_optimal.option_table import VLLM
@@ -46,8 +48,10 @@ def search(llm, params, stopping, length_reward, length_ratio, bp_norm) -> Searc
         raise TypeError(f"optimal_beam_search takes a vllm.LLM first, got {type(llm).__name__}")
     if not isinstance(params, BeamSearchParams):
         raise TypeError(f"params must be a vllm.sampling_params.BeamSearchParams, got {type(params).__name__}")
+    from onmt_optimal.vllm.internals import model_config
+
     return rules(flags(stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
-                       bp_norm=bp_norm), params, *engine(llm.model_config))
+                       bp_norm=bp_norm), params, *engine(model_config(llm)))
 
 
 def engine(model_config) -> tuple[str, int | None]:
@@ -59,7 +63,12 @@ def engine(model_config) -> tuple[str, int | None]:
 def flags(**values) -> Flags:
     """The search's options (``option_table``'s names that vLLM takes, the others at vLLM's defaults), checked as
     every toolkit's are (``options.check_search``: ``OptionError``, a ``ValueError``, or ``OptionTypeError``, also
-    a ``TypeError``)."""
+    a ``TypeError``). An integer beyond a float's range (JSON has them: ``1e400`` is a float, ``10**400`` an
+    integer) is refused by name first."""
+    for name, value in values.items():
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max:
+            raise OptionError(f"{name} must be a finite number (got an integer of {int(math.log10(abs(value))) + 1} "
+                              f"digits, beyond a float's range)")
     checked = Flags.of(VLLM, **values)
     check_search(checked, VLLM)
     return checked

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vllm.entrypoints.generate.beam_search.utils import BeamSearchOutput
-
 from onmt_optimal.search.record import Record
+from onmt_optimal.vllm import internals
 
 
 @dataclass
-class OptimalBeamSearchOutput(BeamSearchOutput):
+class OptimalBeamSearchOutput(internals.output_class()):
     """``sequences``: the ``beam_width`` best hypotheses, best first (vLLM's ``BeamSearchSequence``);
     ``record``: the prompt's ``Record`` (``steps``, ``stop_reason``, ``score``, ... and the 1-best's ``tokens``)."""
 

@@ -10,9 +10,10 @@ for one cut at ``max_tokens`` without one).
 
 ``final`` is vLLM's own key where the loop hands it (``StepView.stock_score``: ``prompts.Prompts`` does, so
 that a hypothesis whose tokens vLLM counts otherwise, the server's empty answer to a prompt that ends in the end
-token, scores as vLLM scores it); else it computes vLLM's number with vLLM's operations: the divisor ``float(max(L, 1) ** length_penalty)`` is
-Python's own power (a table of Python floats, made once per decode), the quotient is a float64 division, which
-is IEEE's correctly rounded one in Python and in torch alike; so the scores equal vLLM's bit for bit.
+token, scores as vLLM scores it); else it computes vLLM's number with vLLM's operations: the divisor
+``float(max(L, 1) ** length_penalty)`` is Python's own power (a table of Python floats, made once per decode),
+the quotient is a float64 division, which is IEEE's correctly rounded one in Python and in torch alike; so the
+scores equal vLLM's bit for bit.
 
 Bound (``exact``). Let a live item have the sum ``s`` at step ``t < T`` (``T = max_tokens``), prompt length
 ``P``. A descendant ends at some step ``t'`` in ``t+1 .. T`` with the sum ``s'`` and the length

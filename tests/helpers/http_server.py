@@ -1,9 +1,12 @@
 """A toolkit's HTTP server, started by a test on 127.0.0.1 at a free port and stopped by it, and a plain HTTP
-client (the standard library's ``urllib``). Shared by the OpenNMT-py and eole tiers (and ``free_port`` by vLLM's)."""
+client (the standard library's ``urllib``). The one server starter of the tests: the OpenNMT-py, eole and vLLM
+tiers start their servers with ``Server`` (vLLM's, whose engine runs in child processes, as a process group:
+``group``), as a context manager or with ``stop()``."""
 from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -49,18 +52,21 @@ def request(url: str, data=None, headers: dict | None = None, timeout: float = 1
 
 class Server:
     """``argv`` run with ``port`` (from ``free_port``) until its ``health`` path answers 200; ``stop()`` ends it
-    (SIGTERM, then SIGKILL after 30 s). Its output goes to ``log``."""
+    (SIGTERM, then SIGKILL after ``stop_s``, 30 s), and so does leaving a ``with`` block. Its output goes to
+    ``log``. ``group``: the server runs in a session of its own and ``stop()`` signals its whole process group
+    (a server whose work runs in child processes, as vLLM's engine core)."""
 
     def __init__(self, argv: list, port: int, health: str, log: Path, env: dict | None = None,
-                 cwd: Path | None = None, timeout: float = 180):
-        self.port, self.log = port, Path(log)
+                 cwd: Path | None = None, timeout: float = 180, group: bool = False, stop_s: float = 30):
+        self.port, self.log, self.group, self.stop_s = port, Path(log), group, stop_s
         self.base = f"http://{HOST}:{port}"
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen([str(a) for a in argv], stdout=out, stderr=subprocess.STDOUT,
-                                         env=env, cwd=cwd)
+                                         env=env, cwd=cwd, start_new_session=group)
         deadline = time.time() + timeout
         while True:
             if self.proc.poll() is not None:
+                self.stop()
                 raise AssertionError(f"the server exited with {self.proc.returncode}:\n{self.output()[-3000:]}")
             try:
                 if request(self.base + health, timeout=5).status == 200:
@@ -81,14 +87,33 @@ class Server:
     def post(self, path: str, data, **kwargs) -> Answer:
         return request(self.base + path, data, **kwargs)
 
+    def send_signal(self, sig: int) -> None:
+        """Send ``sig`` to the server (its process group with ``group``) if it still runs."""
+        if self.proc.poll() is None:
+            if self.group:
+                os.killpg(self.proc.pid, sig)
+            else:
+                self.proc.send_signal(sig)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.terminate()
+            self.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=self.stop_s)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                self.send_signal(signal.SIGKILL)
                 self.proc.wait()
+        if self.group:  # children that outlived the server
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
 
 
 def env(**extra) -> dict:

@@ -1,22 +1,21 @@
 """vLLM's OpenAI-compatible server for the tests: started as the docs say (``python -m
 vllm.entrypoints.openai.api_server``) on 127.0.0.1 at a free port, on a toy model, with a small share of host
-memory; stopped with its process group. One server at a time: a module starts one and reuses it.
+memory, by the tests' one server starter (``http_server.Server``, as a process group: vLLM's engine core is a
+child process). One server at a time: a module starts one and reuses it.
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
-
+from helpers import http_server
 from helpers.http_server import free_port
 
 PLUGIN = "onmt_optimal.vllm.serve:register"
+
+__all__ = ["PLUGIN", "command", "free_port", "plugin_installed", "serving"]
 
 
 def command(model: Path, port: int, *more: str) -> list[str]:
@@ -31,31 +30,15 @@ def plugin_installed() -> bool:
     return any(ep.value == PLUGIN for ep in entry_points(group="vllm.general_plugins"))
 
 
+def start(model: Path, folder: Path, *more: str, env: dict | None = None, start_s: float = 300) -> http_server.Server:
+    """The server, answering (its output in ``folder/server.log``); ``stop()`` ends its process group."""
+    port = free_port()
+    return http_server.Server(command(model, port, *more), port, "/health", folder / "server.log",
+                              env={**os.environ, **(env or {})}, timeout=start_s, group=True, stop_s=60)
+
+
 @contextlib.contextmanager
 def serving(model: Path, folder: Path, *more: str, env: dict | None = None, start_s: float = 300):
-    """The server's base URL while it runs (its output in ``folder/server.log``)."""
-    port = free_port()
-    log_path = folder / "server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command(model, port, *more), stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True, env={**os.environ, **(env or {})})
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + start_s
-            while True:
-                assert process.poll() is None, log_path.read_text()[-3000:]
-                try:
-                    if httpx.get(base + "/health", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, f"the server did not start in {start_s} s"
-                time.sleep(1)
-            yield base
-        finally:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    """The server's base URL while it runs (``start``)."""
+    with start(model, folder, *more, env=env, start_s=start_s) as server:
+        yield server.base

@@ -10,6 +10,9 @@ and the ``openai`` client).
   answers are the exhaustive run's.
 * The statistics reach the ``openai`` client (``choice.model_extra["onmt_optimal"]``).
 * A bad value: HTTP 400, one line naming the option, and the server goes on serving.
+* Nothing to search (``max_tokens`` 0, a prompt as long as ``--max-model-len``): stock's answer. A chat stream
+  (vLLM streams a beam search there) is stock's stream, each choice's last event with its statistics; a
+  completions stream is refused as stock refuses it.
 * A client that disconnects frees its request's work; 16 requests at once, beam and sampling mixed, are answered
   as each alone.
 """
@@ -168,6 +171,55 @@ def test_bad_value_is_400_one_line_and_the_server_goes_on(server, xargs, words):
     after = post(server, "/v1/completions", beam(prompt="a b =", n=2, max_tokens=8,
                                                  vllm_xargs={"stopping": "optimal"}))
     assert after.status_code == 200
+
+
+def test_nothing_to_search_answers_as_stock(server, toy):
+    """A prompt as long as ``--max-model-len`` (64 tokens) leaves ``max_tokens`` 0, as does asking for 0: vLLM
+    answers without a step; so does the plugin, without statistics for that prompt."""
+    full = toy.tokenizer("a").input_ids[-1:] * 64
+    short = toy_vllm.prompts(toy, 1, seed=3)[0]["prompt_token_ids"]
+    for more, searched in (({"prompt": "a b =", "max_tokens": 0}, 0), ({"prompt": [full, short], "max_tokens": 8}, 2)):
+        body = beam(n=2, length_penalty=0.0, **more)
+        stock, _ = answer(post(server, "/v1/completions", dict(body)))
+        ours, stats = answer(post(server, "/v1/completions", {**body, "vllm_xargs": {"stopping": "optimal"}}))
+        assert ours == stock
+        n = len(stats) - searched  # the choices of the prompts not searched (vLLM's answer: the prompt alone)
+        assert n >= 1 and stats[:n] == [None] * n and None not in stats[n:]
+
+
+def events(server, body) -> list[dict]:
+    """A streamed request's events (``data: {JSON}``), ``id`` and ``created`` left out."""
+    out = []
+    with httpx.stream("POST", server + "/v1/chat/completions", json={"model": MODEL[0], **body},
+                      timeout=120) as response:
+        assert response.status_code == 200, response.read()
+        for line in response.iter_lines():
+            if line.startswith("data: {"):
+                event = json.loads(line[len("data: "):])
+                event.pop("id"), event.pop("created")
+                out.append(event)
+    return out
+
+
+def test_a_chat_stream_carries_the_statistics_in_each_choice_s_last_event(server):
+    body = beam(messages=[{"role": "user", "content": "a b c d"}], n=2, max_tokens=16, length_penalty=0.0)
+    whole, stats = answer(post(server, "/v1/chat/completions", {**body, "vllm_xargs": {"stopping": "optimal"}}))
+    stock = events(server, {**body, "stream": True})
+    ours = events(server, {**body, "stream": True, "vllm_xargs": {"stopping": "optimal"}})
+    last = {c["index"]: c for e in ours for c in e["choices"] if c.get("finish_reason") is not None}
+    assert [last[i].pop(FIELD) for i in range(2)] == stats
+    assert ours == stock
+    text = {i: "".join(c["delta"].get("content") or "" for e in ours for c in e["choices"] if c["index"] == i)
+            for i in range(2)}
+    assert [text[i] for i in range(2)] == [c["message"]["content"] for c in whole["choices"]]
+
+
+def test_a_completions_stream_is_refused_as_stock_refuses_it(server):
+    body = beam(prompt="a b =", n=2, max_tokens=8, stream=True)
+    stock = post(server, "/v1/completions", dict(body))
+    ours = post(server, "/v1/completions", {**body, "vllm_xargs": {"stopping": "optimal"}})
+    assert stock.status_code == ours.status_code == 400
+    assert ours.json()["error"]["message"] == stock.json()["error"]["message"]
 
 
 def test_sampling_requests_are_stock(server):
