@@ -54,7 +54,7 @@ $(STAMP): pyproject.toml requirements.txt requirements-test.txt requirements-plo
 	@touch $@
 
 run: setup
-	$(BIN)/python scripts/main_job.py
+	ONMT_OPTIMAL_DATA=$(DATA) $(BIN)/python scripts/main_job.py
 
 test: setup setup-eole setup-hf setup-vllm
 	$(BIN)/python -m pytest -q --durations=10
