@@ -14,7 +14,7 @@ How a block is checked (``how``, first rule that applies; ``tests/helpers/doc_bl
 * a shell block of ``make`` targets and ``pytest`` runs: every target is the Makefile's and every path a pytest
   run names exists (fast; running them takes minutes to hours, and ``make setup`` would rebuild environments);
 * a shell block that starts a server on a port and then asks it with ``curl``: run as written on a free port
-  (``doc_blocks.run_server_block``), in the folder of examples below; every ``curl`` must succeed and get JSON
+  (``doc_blocks.serving``), in the folder of examples below; every ``curl`` must succeed and get JSON
   that is no error (slow);
 * a shell block of ``onmt_translate``, ``python -m onmt_optimal`` and ``scripts/`` commands: run as written by
   bash in a folder where the files the docs name as examples exist (``PLACEHOLDERS``: ``model.pt`` is the toy
@@ -55,15 +55,6 @@ DATA = Path(os.environ.get("ONMT_OPTIMAL_DATA", ROOT.parent / "shared" / "data")
 
 def _first_line(block: Block) -> str:
     return next((line.strip() for line in block.text.splitlines() if line.strip()), "")
-
-
-def _committed_file(block: Block) -> Path | None:
-    """The committed config whose text is the block's, if any."""
-    text = block.text.strip()
-    for path in sorted((ROOT / "configs").rglob("*")):
-        if path.is_file() and path.read_text(encoding="utf-8", errors="replace").strip() == text:
-            return path
-    return None
 
 
 def _is_make_or_pytest(block: Block) -> bool:
@@ -110,7 +101,7 @@ def how(block: Block) -> tuple[str, str]:
         return "not run", block.not_run
     if block.path in OTHER_TIERS:
         return "other tier", OTHER_TIERS[block.path]
-    if _committed_file(block):
+    if doc_blocks.committed_file(block):
         return "fast", "same as a committed file"
     if block.lang == "json" and _is_stats_record(block):
         return "slow", "make run's first record"
@@ -120,7 +111,7 @@ def how(block: Block) -> tuple[str, str]:
         return "fast", "golden_check's line"
     if block.lang in SHELL and _is_make_or_pytest(block):
         return "fast", "make targets and pytest paths"
-    if block.lang in SHELL and doc_blocks.is_server_block(block):
+    if block.lang in SHELL and (doc_blocks.is_server_block(block) or doc_blocks.server_for(block, BLOCKS)):
         return "slow", "a server and its clients"
     if block.lang in SHELL and _is_runnable_shell(block):
         return "slow", "run in a folder of examples"
@@ -154,7 +145,7 @@ def test_block(block, request):
 # ------------------------------------------------------------------------------------------------- fast checks
 
 def check_committed_file(block: Block, request) -> None:
-    assert _committed_file(block) is not None
+    assert doc_blocks.committed_file(block) is not None
 
 
 def check_make_and_pytest(block: Block, request) -> None:
@@ -218,28 +209,15 @@ def check_make_run_record(block: Block, request) -> None:
 
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory, toy_model):
-    """A folder holding the files the docs' commands name as examples, the repository's folders linked in."""
+    """The folder of the files the docs' commands name as a user's (``doc_blocks.examples``), on the toy model."""
     folder = tmp_path_factory.mktemp("examples")
-    for entry in ROOT.iterdir():
-        if not entry.name.startswith(".") and entry.name not in ("work", "build", "dist"):
-            (folder / entry.name).symlink_to(entry)
-    (folder / "model.pt").symlink_to(toy_model)
     toy.write_corpus(folder / "lines", n=6, seed=7)
-    src, tgt = (folder / "lines.src").read_text(), (folder / "lines.tgt").read_text()
-    for name in ("test.src", "dev.src", "corpus.src"):
-        (folder / name).write_text(src)
-    for name in ("dev.ref", "dev.ref0", "dev.ref1"):
-        (folder / name).write_text(tgt)
-    (folder / "translate.yaml").write_text("model: model.pt\nbeam_size: 5\nmax_length: 30\n")
-    return folder
+    lines = ((folder / "lines.src").read_text(), (folder / "lines.tgt").read_text())
+    return doc_blocks.examples(folder, toy_model, lines)
 
 
 def _run_shell(script: str, folder: Path) -> subprocess.CompletedProcess:
-    for name, value in PLACEHOLDERS.items():
-        script = re.sub(rf"\b{name}\b", value, script)
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", PYTHONWARNINGS="ignore")
-    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return doc_blocks.run_shell(script, folder, sys.executable, PLACEHOLDERS)
 
 
 def _outputs_whole(block: Block, folder: Path) -> None:
@@ -262,12 +240,12 @@ def check_shell(block: Block, request) -> None:
 
 
 def check_server(block: Block, request) -> None:
-    folder = request.getfixturevalue("examples")
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", PYTHONWARNINGS="ignore")
-    log = request.getfixturevalue("tmp_path") / "server.log"
-    for answer in doc_blocks.run_server_block(block, folder, env, log):
-        body = json.loads(answer)
-        assert not (isinstance(body, dict) and (body.get("status") == "error" or "error" in body)), answer
+    """The server block's server, then its clients (its own ``curl`` commands, or a client block below it)."""
+    folder, env = request.getfixturevalue("examples"), doc_blocks.environment(sys.executable)
+    server = block if doc_blocks.is_server_block(block) else doc_blocks.server_for(block, BLOCKS)
+    with doc_blocks.serving(server, folder, env, request.getfixturevalue("tmp_path") / "server.log") as (named, port):
+        answers = doc_blocks.run_clients(block, named, port, folder, env, skip_first=block is server)
+    doc_blocks.no_error(block, answers)
 
 
 def check_readme_yaml(block: Block, request) -> None:
@@ -307,10 +285,8 @@ inputs = tok(src, return_tensors="pt", padding=True)
 
 def check_python(block: Block, request) -> None:
     path, src = request.getfixturevalue("hf_toy")
-    script = request.getfixturevalue("tmp_path") / "block.py"
-    script.write_text(PYTHON_PREAMBLE.format(path=str(path), src=src) + block.text)
-    run = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                         env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    run = doc_blocks.run_python(block, PYTHON_PREAMBLE.format(path=str(path), src=src), sys.executable,
+                                request.getfixturevalue("examples"))
     assert run.returncode == 0, f"{block.id}:\n{run.stderr[-3000:]}"
 
 

@@ -4,9 +4,15 @@ A block is marked not run by an HTML comment on the line just before its opening
 ``<!-- not run: REASON -->``; every other block is run or compared by a test (tests/docs for the main
 environment, tests/eole and tests/vllm for the blocks of their pages). ``commands`` splits a shell block into
 its commands as bash reads them (a trailing backslash continues a line; comments and blank lines dropped).
+What the three tiers share to run a block: ``committed_file`` (the config a block shows), ``examples`` (a
+folder holding the files the docs name as a user's, the repository's folders linked in), ``run_shell``,
+``run_python``, ``serving`` and ``run_clients`` (a server block, or a client block and the server above it).
 """
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
 import shlex
 import socket
@@ -35,6 +41,55 @@ class Block:
     @property
     def id(self) -> str:
         return f"{self.path}:{self.line}"
+
+
+def committed_file(block: Block, root: Path = ROOT) -> Path | None:
+    """The committed file of ``configs/`` whose text is the block's, if any."""
+    text = block.text.strip()
+    for path in sorted((root / "configs").rglob("*")):
+        if path.is_file() and path.read_text(encoding="utf-8", errors="replace").strip() == text:
+            return path
+    return None
+
+
+def examples(folder: Path, model: Path, lines: tuple[str, str]) -> Path:
+    """``folder`` with the repository's top-level entries linked in and the files the docs name as a user's:
+    ``model.pt`` (a link to ``model``), ``test.src``, ``dev.src``, ``corpus.src`` (the source ``lines[0]``),
+    ``dev.ref``, ``dev.ref0``, ``dev.ref1`` (the references ``lines[1]``), ``translate.yaml`` (``model: model.pt``)."""
+    for entry in ROOT.iterdir():
+        if not entry.name.startswith(".") and entry.name not in ("work", "build", "dist"):
+            (folder / entry.name).symlink_to(entry)
+    (folder / "model.pt").symlink_to(model)
+    for name in ("test.src", "dev.src", "corpus.src"):
+        (folder / name).write_text(lines[0])
+    for name in ("dev.ref", "dev.ref0", "dev.ref1"):
+        (folder / name).write_text(lines[1])
+    (folder / "translate.yaml").write_text("model: model.pt\nbeam_size: 5\nmax_length: 30\n")
+    return folder
+
+
+def environment(python: str) -> dict:
+    """The environment a block runs in: ``python``'s folder first on PATH (its ``python``, its toolkit's commands),
+    warnings off as in the tests."""
+    bin_dir = str(Path(python).parent)
+    return dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", PYTHONWARNINGS="ignore")
+
+
+def run_shell(script: str, folder: Path, python: str, placeholders: dict[str, str] | None = None,
+              timeout: float = 600) -> subprocess.CompletedProcess:
+    """``script`` run by bash (``-e -o pipefail``) in ``folder``, each word of ``placeholders`` replaced."""
+    for name, value in (placeholders or {}).items():
+        script = re.sub(rf"\b{name}\b", value, script)
+    return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=folder, env=environment(python),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def run_python(block: Block, preamble: str, python: str, folder: Path, timeout: float = 600):
+    """The block run as a script (``preamble`` first) by ``python`` in ``folder``."""
+    script = folder / f"block_{Path(block.path).stem}_{block.line}.py"
+    script.write_text(preamble + block.text)
+    return subprocess.run([python, str(script)], cwd=folder, env=environment(python), capture_output=True,
+                          text=True, timeout=timeout)
 
 
 def pages(root: Path = ROOT) -> list[Path]:
@@ -88,46 +143,58 @@ def commands(text: str) -> list[list[str]]:
 
 
 SERVER_PORT = re.compile(r"--port[ =](\d+)")
+CLIENT_PORT = re.compile(r"(?:localhost|127\.0\.0\.1):(\d+)")
 
 
 def is_server_block(block: Block) -> bool:
-    """A shell block whose first command starts a server on a port, its other commands clients of it."""
+    """A shell block whose first command starts a server on a port, its other commands ``curl`` clients of it."""
     cmds = commands(block.text)
     return bool(cmds) and bool(SERVER_PORT.search(" ".join(cmds[0]))) and all(
         words[0] == "curl" for words in cmds[1:])
 
 
-def run_server_block(block: Block, cwd: Path, env: dict, log: Path, timeout: float = 300) -> list[str]:
-    """Run a server block as written but on a free port (the one it names may be taken): its first command in
-    the background until the port answers, then each client command (which must succeed); the clients' outputs,
-    in order. The server is stopped (SIGTERM) at the end."""
-    named, new = SERVER_PORT.search(block.text)[1], str(free_port())
-    port = re.compile(rf"(?<![\d.]){named}(?!\d)")
-    cmds = [[port.sub(new, w) for w in words] for words in commands(block.text)]
+def server_for(block: Block, page_blocks_: list[Block]) -> Block | None:
+    """For a block that asks a server at ``localhost:PORT`` (a ``curl`` block, a python client): the last server
+    block above it on its page listening on that port."""
+    asked = CLIENT_PORT.search(block.text)
+    if not asked or is_server_block(block):
+        return None
+    above = [b for b in page_blocks_ if b.path == block.path and b.line < block.line and is_server_block(b)
+             and SERVER_PORT.search(b.text)[1] == asked[1]]
+    return above[-1] if above else None
+
+
+def on_port(text: str, named: str, port: int) -> str:
+    """``text`` with the port ``named`` replaced by ``port`` (where it stands as a port: after ``:``, ``=``, a space)."""
+    return re.sub(rf"(?<=[:= ]){named}(?!\d)", str(port), text)
+
+
+@contextlib.contextmanager
+def serving(block: Block, cwd: Path, env: dict, log: Path, timeout: float = 300):
+    """The server block's first command run in the background on a free port (the one the docs name may be
+    taken) until that port answers; yields (the port the docs name, the free port). SIGTERM at the end."""
+    named, port = SERVER_PORT.search(block.text)[1], free_port()
+    argv = [on_port(w, named, port) for w in commands(block.text)[0]]
     server_env = dict(env)
-    while cmds[0] and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", cmds[0][0]):
-        name, value = cmds[0].pop(0).split("=", 1)
+    while argv and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]):
+        name, value = argv.pop(0).split("=", 1)
         server_env[name] = value
     with open(log, "w") as out:
-        proc = subprocess.Popen(cmds[0], cwd=cwd, env=server_env, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(argv, cwd=cwd, env=server_env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                raise AssertionError(f"{block.id}: the server ended with {proc.returncode}:\n{log.read_text()[-3000:]}")
+                raise AssertionError(f"{block.id}: the server ended with {proc.returncode}:\n"
+                                     f"{log.read_text()[-3000:]}")
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", int(new))) == 0:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
             if time.monotonic() > deadline:
                 raise AssertionError(f"{block.id}: the server did not listen in {timeout} s")
             time.sleep(0.5)
-        outputs = []
-        for words in cmds[1:]:
-            run = subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-            assert run.returncode == 0, f"{block.id}: {words[0]} exit {run.returncode}: {run.stderr[-2000:]}"
-            outputs.append(run.stdout)
-        return outputs
+        yield named, port
     finally:
         proc.terminate()
         try:
@@ -135,3 +202,24 @@ def run_server_block(block: Block, cwd: Path, env: dict, log: Path, timeout: flo
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def run_clients(block: Block, named: str, port: int, cwd: Path, env: dict, skip_first: bool,
+                timeout: float = 300) -> list[str]:
+    """Each ``curl`` command of ``block`` (after its first, the server's, where ``skip_first``) on ``port``; each
+    must succeed; their outputs in order."""
+    outputs = []
+    for words in commands(block.text)[1 if skip_first else 0:]:
+        argv = [on_port(w, named, port) for w in words]
+        run = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        assert run.returncode == 0, f"{block.id}: {words[0]} exit {run.returncode}: {run.stderr[-2000:]}"
+        outputs.append(run.stdout)
+    return outputs
+
+
+def no_error(block: Block, answers: list[str]) -> None:
+    """Each answer is JSON and no error answer (OpenNMT-py's ``status: error``, an ``error`` or ``detail`` key)."""
+    for answer in answers:
+        body = json.loads(answer)
+        assert not (isinstance(body, dict) and (body.get("status") == "error" or {"error", "detail"} & set(body))), \
+            f"{block.id}: {answer[:2000]}"
