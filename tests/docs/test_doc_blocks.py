@@ -166,7 +166,7 @@ def check_tree(block: Block, request) -> None:
     folder above it where indented; a second such word on a line is a folder beside the first or in it."""
     top = Path()
     for line in block.text.splitlines():
-        m = re.match(r"^(\s*)([\w./-]+/)(?:\s+([\w.-]+/)(?=\s))?", line)
+        m = re.match(r"^(\s*)([\w./-]+/)(?=\s|$)(?:\s+([\w.-]+/)(?=\s))?", line)
         if not m:
             continue
         first = ROOT / m[2] if not m[1] else ROOT / top / m[2]
