@@ -1,9 +1,9 @@
 """Shared fixtures and the two test tiers.
 
-Tiers: ``make test`` runs everything; ``make test-fast`` (``ONMT_OPTIMAL_TESTS=fast pytest -m "not slow"``)
-leaves out every test marked ``slow`` (it trains a model or starts processes; the environment variable alone
-deselects them) and loads the Hypothesis profile ``fast`` (fewer examples; see ``tiers.examples``). A test is ``slow`` if its module says so
-(``pytestmark``), if it uses a fixture that trains a model or starts a process (``PROCESS_FIXTURES``: the toy
+Tiers: ``make test`` runs everything; ``make test-fast`` (``ONMT_OPTIMAL_TESTS=fast pytest``) leaves out every
+test marked ``slow`` (it trains a model or starts processes; the environment variable alone deselects them) and
+loads the Hypothesis profile ``fast`` (fewer examples; see ``tiers.examples``). A test is ``slow`` if its module
+says so (``pytestmark``), if it uses a fixture that trains a model or starts a process (``PROCESS_FIXTURES``: the toy
 model, the ``onmt_translate`` workers), or if it is listed in ``SLOW_MODULES`` or ``SLOW_TESTS`` below (tests
 of other owners that start processes). In the fast tier starting a process is an error, so a test
 that needs one and is not marked fails loudly instead of slowing the tier down.

@@ -13,17 +13,18 @@ How a block is checked (``how``, first rule that applies; ``tests/helpers/doc_bl
 * development.md's golden-check line: the form ``helpers.golden_check`` prints (fast);
 * a shell block of ``make`` targets and ``pytest`` runs: every target is the Makefile's and every path a pytest
   run names exists (fast; running them takes minutes to hours, and ``make setup`` would rebuild environments);
-* a shell block that starts a server on a port and then asks it with ``curl``: run as written on a free port
-  (``doc_blocks.serving``), in the folder of examples below; every ``curl`` must succeed and get JSON
-  that is no error (slow);
+* a shell block that starts a server on a port (``--port N``) and then asks it with ``curl``, or a ``curl``
+  block below such a block: the server run as written but on a free port (``doc_blocks.serving``), in the
+  folder of examples below, then the clients; every ``curl`` must succeed and get JSON that is no error (slow);
 * a shell block of ``onmt_translate``, ``python -m onmt_optimal`` and ``scripts/`` commands: run as written by
   bash in a folder where the files the docs name as examples exist (``PLACEHOLDERS``: ``model.pt`` is the toy
   model trained in the run, ``test.src``/``dev.src`` its lines, ``translate.yaml`` a config of it) and the
   repository's folders are linked; every command must succeed and each ``-output`` hold a line per source line
   (slow). README's YAML is written as ``optimal.yaml``, run by the command the README gives with it, and must
   write the same files as the README's command line;
-* a python block of another page: run as a script by this environment's Python, with the names the page leaves
-  to the reader (``path``, ``src``, ``inputs``, ``model``, ``tok``) bound to the toy transformers model (slow);
+* a python block of another page: run as a script by this environment's Python in the folder of examples, with
+  the names the page leaves to the reader (``path``, ``src``, ``inputs``, ``model``, ``tok``) bound to the toy
+  transformers encoder-decoder trained in the run (slow);
 * anything else fails: a block neither run nor marked.
 """
 from __future__ import annotations
@@ -68,8 +69,8 @@ def _make_or_pytest_parts(words: list[str]) -> list[list[str]] | None:
     for word in words + ["&&"]:
         if word == "&&":
             part = [w for w in part if not re.match(r"^[A-Z_]+=", w)]
-            ok = part[:1] == ["make"] or (len(part) > 2 and MAKE_OR_PYTEST.search(part[0]) and part[1:3] == ["-m", "pytest"])
-            if not ok:
+            pytest_run = len(part) > 2 and MAKE_OR_PYTEST.search(part[0]) and part[1:3] == ["-m", "pytest"]
+            if not (part[:1] == ["make"] or pytest_run):
                 return None
             parts.append(part)
             part = []
@@ -293,7 +294,8 @@ def check_python(block: Block, request) -> None:
 CHECKS = {"same as a committed file": check_committed_file, "make targets and pytest paths": check_make_and_pytest,
           "folders that exist": check_tree, "golden_check's line": check_golden_line,
           "make run's first record": check_make_run_record, "run in a folder of examples": check_shell,
-          "a server and its clients": check_server, "README's YAML run as optimal.yaml": check_readme_yaml, "python script": check_python}
+          "a server and its clients": check_server, "README's YAML run as optimal.yaml": check_readme_yaml,
+          "python script": check_python}
 
 
 def test_every_block_is_checked_or_marked():

@@ -165,7 +165,7 @@ def server_for(block: Block, page_blocks_: list[Block]) -> Block | None:
 
 
 def on_port(text: str, named: str, port: int) -> str:
-    """``text`` with the port ``named`` replaced by ``port`` (where it stands as a port: after ``:``, ``=``, a space)."""
+    """``text`` with the port ``named`` replaced by ``port`` where it stands as one (after ``:``, ``=`` or a space)."""
     return re.sub(rf"(?<=[:= ]){named}(?!\d)", str(port), text)
 
 

@@ -4,9 +4,9 @@ A block marked ``<!-- not run: REASON -->`` is skipped with its reason; a server
 server started ``--port N``, with or without ``curl`` clients) runs as written on a free port, and a client block
 below one (``curl``, or a python client of ``localhost:N``) runs against it, each answer JSON and no error; a
 python block runs as a script. A server block's server starts once a run and serves the client blocks below it
-(vLLM's engine takes most of a minute to start). The names the page leaves to the reader are bound to the toy GPT-2 trained in the
-run (``helpers.toy_vllm``): ``MODEL`` in a shell block and ``path`` in a python block name its folder,
-``prompts`` are three of its prompts. Any other block fails: neither run nor marked.
+(vLLM's engine takes most of a minute to start). The names the page leaves to the reader are bound to the toy
+GPT-2 trained in the run (``helpers.toy_vllm``): ``MODEL`` in a shell block and ``path`` in a python block name
+its folder, ``prompts`` are three of its prompts. Any other block fails: neither run nor marked.
 """
 from __future__ import annotations
 
