@@ -170,11 +170,12 @@ def on_port(text: str, named: str, port: int) -> str:
 
 
 @contextlib.contextmanager
-def serving(block: Block, cwd: Path, env: dict, log: Path, timeout: float = 300):
-    """The server block's first command run in the background on a free port (the one the docs name may be
-    taken) until that port answers; yields (the port the docs name, the free port). SIGTERM at the end."""
+def serving(block: Block, cwd: Path, env: dict, log: Path, extra: tuple = (), timeout: float = 300):
+    """The server block's first command (``extra`` words added) run in the background on a free port (the one
+    the docs name may be taken) until that port answers; yields (the port the docs name, the free port).
+    SIGTERM at the end."""
     named, port = SERVER_PORT.search(block.text)[1], free_port()
-    argv = [on_port(w, named, port) for w in commands(block.text)[0]]
+    argv = [on_port(w, named, port) for w in commands(block.text)[0]] + list(extra)
     server_env = dict(env)
     while argv and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]):
         name, value = argv.pop(0).split("=", 1)

@@ -6,12 +6,15 @@ below one (``curl``, or a python client of ``localhost:N``) runs against it, eac
 python block runs as a script. A server block's server starts once a run and serves the client blocks below it
 (vLLM's engine takes most of a minute to start). The names the page leaves to the reader are bound to the toy
 GPT-2 trained in the run (``helpers.toy_vllm``): ``MODEL`` in a shell block and ``path`` in a python block name
-its folder, ``prompts`` are three of its prompts. Any other block fails: neither run nor marked.
+its folder, ``prompts`` are three of its prompts. Where torch sees no CUDA device, a server command takes the
+flags its block names for the CPU build (a comment ``# on the CPU build: FLAGS``). Any other block fails:
+neither run nor marked.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import sys
 
 import pytest
@@ -53,14 +56,26 @@ def servers(examples, tmp_path_factory):
         def start(block: Block):
             if block.id not in running:
                 log = tmp_path_factory.mktemp("server") / "server.log"
-                running[block.id] = stack.enter_context(doc_blocks.serving(_with_model(block, model), folder, env, log))
+                running[block.id] = stack.enter_context(doc_blocks.serving(_with_model(block, model), folder, env,
+                                                                           log, extra=_cpu_flags(block)))
             return running[block.id]
 
         yield start
 
 
+CPU_FLAGS = re.compile(r"#\s*on the CPU build:\s*((?:--[\w-]+(?:[ =][^-\s(][^\s(]*)?\s*)+)")
+
+
 def _with_model(block: Block, model: str) -> Block:
     return dataclasses.replace(block, text=block.text.replace("MODEL", model))
+
+
+def _cpu_flags(block: Block) -> tuple:
+    """The flags the block names for the CPU build, where torch sees no CUDA device; else none."""
+    import torch
+
+    flags = CPU_FLAGS.search(block.text)
+    return () if torch.cuda.is_available() or not flags else tuple(flags[1].split())
 
 
 @pytest.mark.slow
