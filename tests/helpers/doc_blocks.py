@@ -165,8 +165,8 @@ def server_for(block: Block, page_blocks_: list[Block]) -> Block | None:
 
 
 def on_port(text: str, named: str, port: int) -> str:
-    """``text`` with the port ``named`` replaced by ``port`` where it stands as one (after ``:``, ``=`` or a space)."""
-    return re.sub(rf"(?<=[:= ]){named}(?!\d)", str(port), text)
+    """``text`` with the port ``named`` replaced by ``port`` where it stands as one (a word, or after ``:`` or ``=``)."""
+    return re.sub(rf"(?<![\w.-]){named}(?!\d)", str(port), text)
 
 
 @contextlib.contextmanager
