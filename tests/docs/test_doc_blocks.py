@@ -4,7 +4,7 @@ How a block is checked (``how``, first rule that applies; ``tests/helpers/doc_bl
 
 * marked ``<!-- not run: REASON -->`` on the line before its fence: skipped, the reason shown (none: fails);
 * a block of docs/eole.md or docs/vllm.md: checked in that toolkit's environment, by these rules, by
-  ``tests/eole/test_eole_docs.py`` or ``tests/vllm/test_vllm_docs.py`` (skipped here, naming the module);
+  ``tests/eole/test_eole_doc_blocks.py`` or ``tests/vllm/test_vllm_doc_blocks.py`` (skipped here, naming the module);
 * a block whose text is a committed file's (a config of ``configs/``): compared with that file (fast);
 * a statistics record said to come from ``make run``: equal to the first record ``make run``'s command writes
   on the test set's first batch of 32 lines (slow; skipped where the data directory is absent);
@@ -43,8 +43,8 @@ from helpers.doc_blocks import ROOT, Block
 
 BLOCKS = doc_blocks.blocks()
 BIN = Path(sys.executable).parent
-OTHER_TIERS = {"docs/eole.md": "tests/eole/test_eole_docs.py (.venv-eole)",
-               "docs/vllm.md": "tests/vllm/test_vllm_docs.py (.venv-vllm)"}
+OTHER_TIERS = {"docs/eole.md": "tests/eole/test_eole_doc_blocks.py (.venv-eole)",
+               "docs/vllm.md": "tests/vllm/test_vllm_doc_blocks.py (.venv-vllm)"}
 SHELL = {"bash", "sh", "shell", "console"}
 # what a shell block's example names stand for in the folder it runs in (the reason each is there: the docs
 # name a user's files; the run gives them the toy model's)

@@ -5,8 +5,8 @@ server started ``--port N``, with or without ``curl`` clients) runs as written o
 below one (``curl``, or a python client of ``localhost:N``) runs against it, each answer JSON and no error; a
 python block runs as a script. A server block's server starts once a run and serves the client blocks below it
 (vLLM's engine takes most of a minute to start). The names the page leaves to the reader are bound to the toy
-GPT-2 trained in the run (``helpers.toy_vllm``): ``MODEL`` in a shell block and ``path`` in a python block name
-its folder, ``prompts`` are three of its prompts. Where torch sees no CUDA device, a server command takes the
+GPT-2 trained in the run (``helpers.toy_vllm``): ``MODEL`` in a shell block, and ``path``, ``"MODEL"`` and
+``"path/to/model"`` in a python block name its folder; ``prompts`` are three of its prompts. Where torch sees no CUDA device, a server command takes the
 flags its block names for the CPU build (a comment ``# on the CPU build: FLAGS``). Any other block fails:
 neither run nor marked.
 """
@@ -67,7 +67,13 @@ CPU_FLAGS = re.compile(r"#\s*on the CPU build:\s*((?:--[\w-]+(?:[ =][^-\s(][^\s(
 
 
 def _with_model(block: Block, model: str) -> Block:
-    return dataclasses.replace(block, text=block.text.replace("MODEL", model))
+    """The block with its model named by ``model``: the word ``MODEL`` in a shell block, the strings ``"MODEL"``
+    and ``"path/to/model"`` in a python block."""
+    if block.lang == "python":
+        text = re.sub(r"""(["'])(MODEL|path/to/model)\1""", lambda _: repr(model), block.text)
+    else:
+        text = re.sub(r"\bMODEL\b", model, block.text)
+    return dataclasses.replace(block, text=text)
 
 
 def _cpu_flags(block: Block) -> tuple:
@@ -93,7 +99,7 @@ def test_block(block, request):
     env = doc_blocks.environment(sys.executable)
     preamble = f"path, prompts = {model!r}, {prompts!r}\n"
     if kind == "python":
-        run = doc_blocks.run_python(block, preamble, sys.executable, folder)
+        run = doc_blocks.run_python(_with_model(block, model), preamble, sys.executable, folder)
         assert run.returncode == 0, f"{block.id}: exit {run.returncode}\n{run.stderr[-3000:]}"
         return
     server = block if doc_blocks.is_server_block(block) else doc_blocks.server_for(block, BLOCKS)
