@@ -6,6 +6,9 @@ How a block is checked (``how``, first rule that applies; ``tests/helpers/doc_bl
 * a block of docs/eole.md or docs/vllm.md: checked in that toolkit's environment, by these rules, by
   ``tests/eole/test_eole_doc_blocks.py`` or ``tests/vllm/test_vllm_doc_blocks.py`` (skipped here, naming the module);
 * a block whose text is a committed file's (a config of ``configs/``): compared with that file (fast);
+* a JSON block just below a server block that is run: the answer of that block's last ``curl`` (slow);
+* a server's statistics record (``request``, ``model``, then the statistics): its keys are those, in order,
+  ``search.record.STATS`` among them (fast);
 * a statistics record said to come from ``make run``: equal to the first record ``make run``'s command writes
   on the test set's first batch of 32 lines (slow; skipped where the data directory is absent);
 * a tree of the repository's folders (README's layout, development.md's ``tests/``): every folder it names
@@ -92,6 +95,22 @@ def _is_stats_record(block: Block) -> bool:
     return isinstance(record, dict) and "stop_reason" in record and "request" not in record
 
 
+def _is_server_record(block: Block) -> bool:
+    try:
+        record = json.loads(block.text)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and {"stop_reason", "request", "model"} <= set(record)
+
+
+def _server_above(block: Block) -> Block | None:
+    """The block just above on the page, where it is a server block that is run (its answer is this block)."""
+    above = [b for b in BLOCKS if b.path == block.path and b.line < block.line]
+    if above and above[-1].not_run is None and above[-1].lang in SHELL and doc_blocks.is_server_block(above[-1]):
+        return above[-1]
+    return None
+
+
 def _is_tree(block: Block) -> bool:
     return block.lang in ("", "text") and bool(re.match(r"^[\w./-]+/\s", block.text))
 
@@ -104,8 +123,12 @@ def how(block: Block) -> tuple[str, str]:
         return "other tier", OTHER_TIERS[block.path]
     if doc_blocks.committed_file(block):
         return "fast", "same as a committed file"
+    if block.lang == "json" and _server_above(block):
+        return "slow", "the answer of the server block above"
     if block.lang == "json" and _is_stats_record(block):
         return "slow", "make run's first record"
+    if block.lang == "json" and _is_server_record(block):
+        return "fast", "a server's record's keys"
     if _is_tree(block):
         return "fast", "folders that exist"
     if block.lang == "text" and block.text.startswith("golden-check:"):
@@ -249,6 +272,22 @@ def check_server(block: Block, request) -> None:
     doc_blocks.no_error(block, answers)
 
 
+def check_server_answer(block: Block, request) -> None:
+    """The server block above run as written (on a free port): its last ``curl``'s answer is this block."""
+    server, folder = _server_above(block), request.getfixturevalue("examples")
+    env = doc_blocks.environment(sys.executable)
+    with doc_blocks.serving(server, folder, env, request.getfixturevalue("tmp_path") / "server.log") as (named, port):
+        answers = doc_blocks.run_clients(server, named, port, folder, env, skip_first=True)
+    assert json.loads(answers[-1]) == json.loads(block.text)
+
+
+def check_server_record(block: Block, request) -> None:
+    """A server's statistics record: the request's and the model's ids, then the statistics file's keys."""
+    from onmt_optimal.search.record import STATS
+
+    assert list(json.loads(block.text)) == ["request", "model", "line", *STATS]
+
+
 def check_readme_yaml(block: Block, request) -> None:
     """``onmt_translate -config optimal.yaml`` writes what README's command line with the same flags writes."""
     command = next(b for b in BLOCKS if b.path == "README.md" and b.lang in SHELL and _is_runnable_shell(b))
@@ -295,7 +334,8 @@ CHECKS = {"same as a committed file": check_committed_file, "make targets and py
           "folders that exist": check_tree, "golden_check's line": check_golden_line,
           "make run's first record": check_make_run_record, "run in a folder of examples": check_shell,
           "a server and its clients": check_server, "README's YAML run as optimal.yaml": check_readme_yaml,
-          "python script": check_python}
+          "python script": check_python, "the answer of the server block above": check_server_answer,
+          "a server's record's keys": check_server_record}
 
 
 def test_every_block_is_checked_or_marked():
