@@ -6,7 +6,7 @@ How a block is checked (``how``, first rule that applies; ``tests/helpers/doc_bl
 * a block of docs/eole.md or docs/vllm.md: checked in that toolkit's environment, by these rules, by
   ``tests/eole/test_eole_doc_blocks.py`` or ``tests/vllm/test_vllm_doc_blocks.py`` (skipped here, naming the module);
 * a block whose text is a committed file's (a config of ``configs/``): compared with that file (fast);
-* a JSON block just below a server block that is run: the answer of that block's last ``curl`` (slow);
+* a JSON block just below a block that is run and asks a server with ``curl``: that ``curl``'s answer (slow);
 * a server's statistics record (``request``, ``model``, then the statistics): its keys are those, in order,
   ``search.record.STATS`` among them (fast);
 * a statistics record said to come from ``make run``: equal to the first record ``make run``'s command writes
@@ -19,8 +19,10 @@ How a block is checked (``how``, first rule that applies; ``tests/helpers/doc_bl
 * a shell block that starts a server on a port (``--port N``) and then asks it with ``curl``, or a ``curl``
   block below such a block: the server run as written but on a free port (``doc_blocks.serving``), in the
   folder of examples below, then the clients; every ``curl`` must succeed and get JSON that is no error (slow);
-* a shell block of ``onmt_translate``, ``python -m onmt_optimal`` and ``scripts/`` commands: run as written by
-  bash in a folder where the files the docs name as examples exist (``PLACEHOLDERS``: ``model.pt`` is the toy
+* a shell block of the commands ``doc_blocks.RUNNABLE`` names (``onmt_translate``, ``python``, ``scripts/``,
+  ``make`` but no set-up, test or long target, ``curl`` and the shell's plain tools; never ``pip``): run as
+  written by bash (``doc_blocks.run_shell``: a port it serves on made a free one, ``make`` without re-running
+  the set-up) in a folder where the files the docs name as examples exist (``PLACEHOLDERS``: ``model.pt`` is the toy
   model trained in the run, ``test.src``/``dev.src`` its lines, ``translate.yaml`` a config of it) and the
   repository's folders are linked; every command must succeed and each ``-output`` hold a line per source line
   (slow). README's YAML is written as ``optimal.yaml``, run by the command the README gives with it, and must
@@ -52,7 +54,6 @@ SHELL = {"bash", "sh", "shell", "console"}
 # what a shell block's example names stand for in the folder it runs in (the reason each is there: the docs
 # name a user's files; the run gives them the toy model's)
 PLACEHOLDERS = {"ARGS": "-model model.pt -src test.src -output stock.hyp"}
-RUNNABLE = {"onmt_translate", "python", "python3"}
 MAKE_OR_PYTEST = re.compile(r"(^|/)python3?$")
 DATA = Path(os.environ.get("ONMT_OPTIMAL_DATA", ROOT.parent / "shared" / "data"))
 
@@ -83,8 +84,7 @@ def _make_or_pytest_parts(words: list[str]) -> list[list[str]] | None:
 
 
 def _is_runnable_shell(block: Block) -> bool:
-    cmds = doc_blocks.commands(block.text)
-    return bool(cmds) and all(words[0] in RUNNABLE or words[0].startswith("scripts/") for words in cmds)
+    return doc_blocks.runnable(block)
 
 
 def _is_stats_record(block: Block) -> bool:
@@ -104,11 +104,13 @@ def _is_server_record(block: Block) -> bool:
 
 
 def _server_above(block: Block) -> Block | None:
-    """The block just above on the page, where it is a server block that is run (its answer is this block)."""
+    """The block just above on the page, where it is run and asks a server with ``curl`` (a server block, or a
+    shell block that starts one itself): this block is the answer."""
     above = [b for b in BLOCKS if b.path == block.path and b.line < block.line]
-    if above and above[-1].not_run is None and above[-1].lang in SHELL and doc_blocks.is_server_block(above[-1]):
-        return above[-1]
-    return None
+    if not above or above[-1].not_run is not None or above[-1].lang not in SHELL:
+        return None
+    asks = any(words[0] == "curl" for words in doc_blocks.commands(above[-1].text))
+    return above[-1] if asks and (doc_blocks.is_server_block(above[-1]) or _is_runnable_shell(above[-1])) else None
 
 
 def _is_tree(block: Block) -> bool:
@@ -123,12 +125,12 @@ def how(block: Block) -> tuple[str, str]:
         return "other tier", OTHER_TIERS[block.path]
     if doc_blocks.committed_file(block):
         return "fast", "same as a committed file"
+    if block.lang == "json" and _is_server_record(block):
+        return "fast", "a server's record's keys"
     if block.lang == "json" and _server_above(block):
         return "slow", "the answer of the server block above"
     if block.lang == "json" and _is_stats_record(block):
         return "slow", "make run's first record"
-    if block.lang == "json" and _is_server_record(block):
-        return "fast", "a server's record's keys"
     if _is_tree(block):
         return "fast", "folders that exist"
     if block.lang == "text" and block.text.startswith("golden-check:"):
@@ -273,11 +275,16 @@ def check_server(block: Block, request) -> None:
 
 
 def check_server_answer(block: Block, request) -> None:
-    """The server block above run as written (on a free port): its last ``curl``'s answer is this block."""
-    server, folder = _server_above(block), request.getfixturevalue("examples")
+    """The block above run as written (its server on a free port): its last ``curl``'s answer is this block."""
+    above, folder = _server_above(block), request.getfixturevalue("examples")
+    if not doc_blocks.is_server_block(above):
+        run = _run_shell(above.text, folder)
+        assert run.returncode == 0, f"{above.id}: exit {run.returncode}\n{run.stderr[-3000:]}"
+        assert json.loads(run.stdout) == json.loads(block.text)
+        return
     env = doc_blocks.environment(sys.executable)
-    with doc_blocks.serving(server, folder, env, request.getfixturevalue("tmp_path") / "server.log") as (named, port):
-        answers = doc_blocks.run_clients(server, named, port, folder, env, skip_first=True)
+    with doc_blocks.serving(above, folder, env, request.getfixturevalue("tmp_path") / "server.log") as (named, port):
+        answers = doc_blocks.run_clients(above, named, port, folder, env, skip_first=True)
     assert json.loads(answers[-1]) == json.loads(block.text)
 
 

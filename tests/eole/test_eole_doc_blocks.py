@@ -2,14 +2,18 @@
 
 A block marked ``<!-- not run: REASON -->`` is skipped with its reason; a committed file's text (a config of
 ``configs/``) is compared with it; a server block (``eole serve ... --port N`` and ``curl`` clients), or a client
-block below one, runs as written on a free port, each answer JSON and no error; a shell block of ``eole`` and
-``python`` commands runs as written by bash and must succeed; a python block runs as a script. Each runs in a
-folder holding the files the docs name as a user's (``helpers.doc_blocks.examples``, on the toy
-encoder-decoder eole model trained in the run, linked as ``model`` and ``model.pt``) with the repository's
-folders linked in. Any other block fails: neither run nor marked.
+block below one, runs as written on a free port, each answer JSON and no error; a shell block of the commands
+``doc_blocks.RUNNABLE`` names (``eole``, ``make``, ``curl``, the shell's plain tools; never ``pip``) runs as
+written by bash (``doc_blocks.run_shell``: a port it serves on made a free one, ``make`` without re-running the
+set-up) and must succeed, and a JSON block just below such a block is its output; a python block runs as a
+script. Each runs in a folder holding the files the docs name as a user's (``helpers.doc_blocks.examples``, on
+the toy encoder-decoder eole model trained in the run, linked as ``model`` and ``model.pt``) with the
+repository's folders linked in (``models/`` a folder of links: a model a block makes lands in the test's
+folder). Any other block fails: neither run nor marked.
 """
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -19,7 +23,11 @@ from helpers.doc_blocks import Block
 
 PAGE = "docs/eole.md"
 BLOCKS = [b for b in doc_blocks.blocks() if b.path == PAGE]
-RUNNABLE = {"eole", "python", "python3"}
+
+
+def _above(block: Block) -> Block | None:
+    above = [b for b in BLOCKS if b.line < block.line]
+    return above[-1] if above else None
 
 
 def how(block: Block) -> str:
@@ -27,11 +35,14 @@ def how(block: Block) -> str:
         return "not run"
     if doc_blocks.committed_file(block):
         return "committed file"
-    if block.lang in ("bash", "sh") and (doc_blocks.is_server_block(block) or doc_blocks.server_for(block, BLOCKS)):
+    shell = block.lang in ("bash", "sh")
+    if shell and (doc_blocks.is_server_block(block) or doc_blocks.server_for(block, BLOCKS)):
         return "server"
-    cmds = doc_blocks.commands(block.text) if block.lang in ("bash", "sh") else []
-    if cmds and all(words[0] in RUNNABLE for words in cmds):
+    if shell and doc_blocks.runnable(block):
         return "shell"
+    above = _above(block)
+    if block.lang == "json" and above and above.not_run is None and how(above) == "shell":
+        return "output"
     if block.lang == "python":
         return "python"
     return "unchecked"
@@ -43,6 +54,19 @@ def examples(tmp_path_factory, encoder_decoder, src):
                                  (src.read_text(), src.read_text()))
     (folder / "model").symlink_to(encoder_decoder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def outputs(examples):
+    """``run(block)``: a shell block run once in the examples folder; its completed process."""
+    done = {}
+
+    def run(block: Block):
+        if block.id not in done:
+            done[block.id] = doc_blocks.run_shell(block.text, examples, sys.executable)
+        return done[block.id]
+
+    return run
 
 
 @pytest.mark.slow
@@ -63,6 +87,11 @@ def test_block(block, request, tmp_path):
             answers = doc_blocks.run_clients(block, named, port, folder, env, skip_first=block is server)
         doc_blocks.no_error(block, answers)
         return
-    run = (doc_blocks.run_shell(block.text, folder, sys.executable) if kind == "shell"
-           else doc_blocks.run_python(block, "", sys.executable, folder))
+    if kind in ("shell", "output"):
+        run = request.getfixturevalue("outputs")(block if kind == "shell" else _above(block))
+        assert run.returncode == 0, f"{block.id}: exit {run.returncode}\n{run.stderr[-3000:]}"
+        if kind == "output":
+            assert json.loads(run.stdout) == json.loads(block.text)
+        return
+    run = doc_blocks.run_python(block, "", sys.executable, folder)
     assert run.returncode == 0, f"{block.id}: exit {run.returncode}\n{run.stderr[-3000:]}"

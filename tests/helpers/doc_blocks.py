@@ -53,12 +53,16 @@ def committed_file(block: Block, root: Path = ROOT) -> Path | None:
 
 
 def examples(folder: Path, model: Path, lines: tuple[str, str]) -> Path:
-    """``folder`` with the repository's top-level entries linked in and the files the docs name as a user's:
-    ``model.pt`` (a link to ``model``), ``test.src``, ``dev.src``, ``corpus.src`` (the source ``lines[0]``),
-    ``dev.ref``, ``dev.ref0``, ``dev.ref1`` (the references ``lines[1]``), ``translate.yaml`` (``model: model.pt``)."""
+    """``folder`` with the repository's entries linked in (its environments too; ``models/`` a folder of links to
+    each model, so that a model a block makes lands here) and the files the docs name as a user's: ``model.pt``
+    (a link to ``model``), ``test.src``, ``dev.src``, ``corpus.src`` (the source ``lines[0]``), ``dev.ref``,
+    ``dev.ref0``, ``dev.ref1`` (the references ``lines[1]``), ``translate.yaml`` (``model: model.pt``)."""
     for entry in ROOT.iterdir():
-        if not entry.name.startswith(".") and entry.name not in ("work", "build", "dist"):
+        if entry.name not in (".git", "models", "work", "build", "dist"):
             (folder / entry.name).symlink_to(entry)
+    (folder / "models").mkdir()
+    for entry in (ROOT / "models").iterdir():
+        (folder / "models" / entry.name).symlink_to(entry)
     (folder / "model.pt").symlink_to(model)
     for name in ("test.src", "dev.src", "corpus.src"):
         (folder / name).write_text(lines[0])
@@ -66,6 +70,33 @@ def examples(folder: Path, model: Path, lines: tuple[str, str]) -> Path:
         (folder / name).write_text(lines[1])
     (folder / "translate.yaml").write_text("model: model.pt\nbeam_size: 5\nmax_length: 30\n")
     return folder
+
+
+#: what a shell block that runs as written may call: the toolkits' commands, make, and the shell's plain tools
+#: (never pip, which would change the environment, nor a make target that sets up, tests or removes one)
+RUNNABLE = {"onmt_translate", "onmt_server", "eole", "python", "python3", "make", "printf", "cat", "echo", "curl",
+            "kill", "sleep", "until", "head", "diff"}
+NOT_MADE = re.compile(r"^(setup|test|clean-venv|reproduce|bench|golden)")
+
+
+def runnable(block: Block) -> bool:
+    """A shell block of ``RUNNABLE`` commands (or ``scripts/``, or a variable set), making no ``NOT_MADE`` target."""
+    cmds = commands(block.text) if block.lang in ("bash", "sh") else []
+    for words in cmds:
+        first = words[0]
+        if not (first in RUNNABLE or first.startswith("scripts/") or re.match(r"^\w+=", first)):
+            return False
+        if first == "make" and any(NOT_MADE.match(w) for w in words[1:] if not w.startswith("-")):
+            return False
+    return bool(cmds)
+
+
+def _make_without_setup(script: str) -> str:
+    """``make`` told not to remake the set-up targets (``-o``): the block runs in an environment set up already,
+    which a changed Makefile would otherwise rebuild."""
+    setups = sorted(set(re.findall(r"^(setup[\w-]*):", (ROOT / "Makefile").read_text(), re.M)))
+    return re.sub(r"(^|[;&|(]\s*)make ", lambda m: m[1] + "make " + "".join(f"-o {t} " for t in setups), script,
+                  flags=re.M)
 
 
 def environment(python: str) -> dict:
@@ -77,9 +108,14 @@ def environment(python: str) -> dict:
 
 def run_shell(script: str, folder: Path, python: str, placeholders: dict[str, str] | None = None,
               timeout: float = 600) -> subprocess.CompletedProcess:
-    """``script`` run by bash (``-e -o pipefail``) in ``folder``, each word of ``placeholders`` replaced."""
+    """``script`` run by bash (``-e -o pipefail``) in ``folder``, each word of ``placeholders`` replaced, a port
+    it serves on (``--port N``) replaced by a free one everywhere, ``make`` without its set-up targets."""
     for name, value in (placeholders or {}).items():
         script = re.sub(rf"\b{name}\b", value, script)
+    served = SERVER_PORT.search(script)
+    if served:
+        script = on_port(script, served[1], free_port())
+    script = _make_without_setup(script)
     return subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=folder, env=environment(python),
                           capture_output=True, text=True, timeout=timeout)
 
@@ -165,7 +201,7 @@ def server_for(block: Block, page_blocks_: list[Block]) -> Block | None:
 
 
 def on_port(text: str, named: str, port: int) -> str:
-    """``text`` with the port ``named`` replaced by ``port`` where it stands as one (a word, or after ``:`` or ``=``)."""
+    """``text`` with the port ``named`` replaced by ``port`` where it stands as one (a word, after ``:``, ``=``)."""
     return re.sub(rf"(?<![\w.-]){named}(?!\d)", str(port), text)
 
 
