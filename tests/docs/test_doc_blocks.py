@@ -280,7 +280,7 @@ def check_server_answer(block: Block, request) -> None:
     if not doc_blocks.is_server_block(above):
         run = _run_shell(above.text, folder)
         assert run.returncode == 0, f"{above.id}: exit {run.returncode}\n{run.stderr[-3000:]}"
-        assert json.loads(run.stdout) == json.loads(block.text)
+        assert doc_blocks.last_json(run.stdout) == json.loads(block.text)
         return
     env = doc_blocks.environment(sys.executable)
     with doc_blocks.serving(above, folder, env, request.getfixturevalue("tmp_path") / "server.log") as (named, port):

@@ -254,6 +254,20 @@ def run_clients(block: Block, named: str, port: int, cwd: Path, env: dict, skip_
     return outputs
 
 
+def last_json(output: str):
+    """The last JSON document that starts a line of ``output`` (a server run in the background shares the
+    standard output with the clients, so its log lines surround their answers)."""
+    decoder, found = json.JSONDecoder(), None
+    for start in [0] + [m.end() for m in re.finditer(r"\n", output)]:
+        if output[start:start + 1] in ("{", "["):
+            try:
+                found = decoder.raw_decode(output, start)[0]
+            except ValueError:
+                continue
+    assert found is not None, f"no JSON in {output[-2000:]!r}"
+    return found
+
+
 def no_error(block: Block, answers: list[str]) -> None:
     """Each answer is JSON and no error answer (OpenNMT-py's ``status: error``, an ``error`` or ``detail`` key)."""
     for answer in answers:
