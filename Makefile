@@ -54,7 +54,7 @@ $(STAMP): pyproject.toml requirements.txt requirements-test.txt requirements-plo
 	@touch $@
 
 run: setup
-	$(BIN)/python scripts/main_job.py
+	ONMT_OPTIMAL_DATA=$(DATA) $(BIN)/python scripts/main_job.py
 
 # onmt_server on the shipped TVsub model, listening on the loopback interface only (docs/usage.md says why)
 PORT ?= 5000
