@@ -59,8 +59,9 @@ def convert(source: str, target: str) -> None:
     opt, vocab = checkpoint["opt"], checkpoint["vocab"]
     model = model_config(opt)
     build_model_config(dict(model))  # eole's own check of the description
-    weights = {RENAMES.get(name, name): tensor.clone().contiguous() for name, tensor in checkpoint["model"].items()}
-    weights.update({f"generator.{name}": tensor.clone().contiguous() for name, tensor in checkpoint["generator"].items()})
+    # (copies: the generator shares its weight with the target embeddings, and safetensors keeps no shared tensor)
+    weights = {RENAMES.get(name, name): tensor.clone() for name, tensor in checkpoint["model"].items()}
+    weights.update({f"generator.{name}": tensor.clone() for name, tensor in checkpoint["generator"].items()})
     spm = {"src_subword_model": "${MODEL_PATH}/src.spm.model", "tgt_subword_model": "${MODEL_PATH}/tgt.spm.model"}
     config = {"model": model, "transforms": ["sentencepiece"], "transforms_configs": {"sentencepiece": spm},
               "training": {"compute_dtype": "fp32"}, "share_vocab": False,

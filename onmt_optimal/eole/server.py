@@ -7,22 +7,28 @@ once its eole module has executed (``hook``):
 * ``eole.server.model`` (``patch_server_model``): a model's config is eole's ``PredictConfig`` with our fields
   (``options.config_class``, as ``eole predict``'s), checked as ``eole predict`` checks it (``options.validate``:
   ``options.check_search`` and the option table) when any of our options is set; a relative ``stats_file`` is
-  taken from the server's working directory, as eole takes the model's ``log_file`` and a local ``path``, and
-  must be appendable, and neither a file of the model nor the log file. ``Server.start`` checks every model
-  that sets one of our options at start-up, loaded or not (a model given as a Hugging Face ID, which eole would
-  download, is checked when it loads). A request's decoding settings, which eole applies over the config for
-  that request, are checked with the config's options: a refused one is answered with HTTP 400 and one line
-  (``request_problem``), and the server goes on serving. The loaded predictor appends each request's records
-  to ``stats_file`` (``adapter.served``) instead of rewriting the file per request; a request to such a model
-  carries its id to the predictor as one more setting of the request (``REQUEST_SETTING``, which eole's
-  ``update_settings`` sets on the predictor), so eole's batcher, which groups only requests with equal settings,
-  decodes it in an engine call of its own: its records are its own;
+  taken from the server's working directory, as eole takes the model's ``log_file`` and a local ``path``; it
+  must be a regular file that takes appended records (or a new one), and none of the files the server reads
+  for the model (its YAML, the model's files, its transforms' files) or writes (``_check_stats_file``).
+  ``Server.start`` checks every model that sets one of our options at start-up, loaded or not (a model given as
+  a Hugging Face ID, which eole would download, is checked when it loads). A request with no input, or whose
+  settings name a file (``FILE_SETTINGS``), is answered with HTTP 400 and one line, whatever the model; a
+  request's decoding settings, which eole applies over the config for that request, are checked with the
+  config's options (``request_problem``: HTTP 400, one line), and the server goes on serving. A request to a
+  model that decodes with our search carries its id to the predictor as one more setting of the request
+  (``REQUEST_SETTING``, which eole's ``update_settings`` sets on the predictor), so eole's batcher, which
+  groups only requests with equal settings, decodes it in an engine call of its own: its records are its own,
+  appended to ``stats_file`` (``adapter.served``) where the model has one, and handed to its answer (``Answer``);
 * ``eole.server.app`` (``patch_server_app``): the application reads each request's ``X-Request-Id`` (or makes
-  one) and, where the request's records were written, answers it in that header (``RequestIds``);
+  one) and, where the request's records were written, answers it in that header; ``/infer``'s answer carries
+  the records as ``FIELD`` (``RequestIds``); a request body that names one of our options is answered with
+  HTTP 400 and one line (``own_option_answer``; eole's request schema has no room for them);
 * ``eole.bin.run.serve`` (``patch_serve_command``): a refused option at start-up ends ``eole serve`` with
-  ``eole serve: error: CONFIG: model ID: ...`` and exit status 2, no traceback.
+  ``eole serve: error: CONFIG: model ID: ...`` and exit status 2, no traceback; SIGTERM and SIGINT stop the
+  server within ``GRACE`` seconds, even with a decode in flight (``stop_promptly``).
 
-With none of our options a model is served as stock eole serves it, answers and scores alike.
+With none of our options a model is served as stock eole serves it, answers and scores alike, but for the
+one-line 400s and the prompt stop above.
 """
 from __future__ import annotations
 

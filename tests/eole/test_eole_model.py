@@ -22,8 +22,8 @@ from helpers import http_server
 ROOT = Path(__file__).resolve().parents[2]
 ONMT_TRANSLATE = ROOT / ".venv" / "bin" / "onmt_translate"
 #: raw lines as the model reads them (word-segmented Chinese), of different lengths
-LINES = ["罗斯 , 谢谢", "好 呀 罗斯 太太", "我 不 知道", "你 在 干 什么 ?", "我们 为什么 住 在 一起 ?", "天 啊",
-         "太 荒唐 了", "没有 人 知道 他 为什么 要 这么 做"]
+LINES = ["罗斯 , 谢谢", "好 呀 罗斯 太太", "我 不 知道", "你 在 干 什么 ?", "我们 为什么 住 在 一起 ?",
+         "天 啊", "太 荒唐 了", "没有 人 知道 他 为什么 要 这么 做"]
 ENV = {**http_server.env(), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
 
 
