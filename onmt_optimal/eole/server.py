@@ -130,8 +130,9 @@ def _check_stats_file(config) -> None:
     from onmt_optimal.eole import files
     from onmt_optimal.options import OptionError, _check_writable
 
-    _check_writable("-stats_file", config.stats_file)  # a directory, ``name/``, a missing directory
-    config.stats_file = path = os.path.abspath(config.stats_file)
+    given = config.stats_file
+    config.stats_file = path = os.path.abspath(given)
+    _check_writable("-stats_file", path + os.sep if given.endswith(os.sep) else path)  # a directory, ``name/``...
     if os.path.exists(path):
         mode = os.stat(path).st_mode
         if not stat.S_ISREG(mode):

@@ -200,7 +200,8 @@ def start(root: Path, model: Path, config: dict):
     ({"stats_file": "missing/stats.jsonl"}, "-stats_file {root}/missing/stats.jsonl: directory {root}/missing does "
                                             "not exist"),
     ({"stats_file": "same.log", "log_file": "same.log"}, "are the same file"),
-    ({"stats_file": "{model}/config.json"}, "-stats_file {model}/config.json is the -model_path file"),
+    ({"stats_file": "{model}/config.json"}, "-stats_file {model}/config.json is the file config.json of the "
+                                            "-model_path model"),
 ], ids=["stopping", "normalized", "type", "unknown", "stats-dir", "stats-log", "stats-model"])
 def test_a_refused_option_names_the_model(encoder_decoder, tmp_path, monkeypatch, config, says):
     from onmt_optimal.options import OptionError
