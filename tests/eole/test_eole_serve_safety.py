@@ -1,9 +1,10 @@
 """``eole serve`` tried as an attacker and as a careless operator would, against real servers on 127.0.0.1 with a
 real HTTP client: every file's SHA-256 before and after.
 
-Before: a ``stats_file`` naming the server's own YAML (directly, through a symbolic or a hard link), a file of the
-model or a tokenizer's model started the server, which appended records to it at the first request; a FIFO hung
-every request and SIGTERM with it; ``newdir/`` made a file ``newdir``. A request's ``phrase_table`` made the
+Before: a ``stats_file`` naming the server's own YAML (directly, through a symbolic or a hard link) or a
+tokenizer's model started the server, which appended records to it at the first request; a FIFO hung every request
+and SIGTERM with it; ``newdir/`` made a file ``newdir`` (the model's own files, a directory, a missing directory,
+the log file and values of the wrong type were refused already: the table keeps them). A request's ``phrase_table`` made the
 server read any file a client named; an empty ``inputs`` list was a 500 with a traceback; our options in a
 request, a 422 with pydantic's errors; ``/infer``'s answer had no statistics. SIGTERM or SIGINT with a decode in
 flight waited for it to end (as long as it takes).
