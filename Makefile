@@ -136,6 +136,13 @@ $(EOLE_STAMP): pyproject.toml requirements-eole.txt Makefile onmt_optimal.pth
 test-eole: setup-eole
 	$(EOLE_PYTEST)
 
+# the shipped OpenNMT-py model as an eole model, models/tvsub-zh-en-eole (docs/eole.md; git-ignored)
+.PHONY: eole-model
+eole-model: setup-eole models/tvsub-zh-en-eole/config.json
+
+models/tvsub-zh-en-eole/config.json: models/tvsub-zh-en/model.pt scripts/eole_model.py
+	$(EOLE_BIN)/python -W ignore scripts/eole_model.py models/tvsub-zh-en models/tvsub-zh-en-eole
+
 # Hugging Face transformers (onmt_optimal/hf) in the main environment: none of requirements-hf.txt's pins
 # conflicts with OpenNMT-py 3.5.1's or requirements.txt's (pip install --dry-run), so its tier, tests/hf, runs
 # with the main suite (make test); make test-hf runs it alone.

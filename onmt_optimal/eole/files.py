@@ -31,7 +31,23 @@ def check(config, config_file: str | None, also=()) -> None:
     written = [(f"-{name}", path) for name in WRITTEN
                if (path := _path(getattr(flags if name == "stats_file" else own, name)))]
     written += [(flag, path) for flag, path in also if _path(path)]
-    _check_distinct(config, list(_reads(own, config_file)), written)
+    _check_apart(config, own, list(_reads(own, config_file)), written)
+
+
+def check_served(config, config_file: str | None) -> None:
+    """``check`` for a model of ``eole serve``: the files the server writes for it (``stats_file``, ``log_file``)
+    against every file it reads for it (``config_file``: the server's YAML; the model directory's files; the
+    files its transforms read, a tokenizer's model; a ``phrase_table``) and against each other. The server's
+    config has no ``src`` or ``output`` (eole fills in placeholders): they are left out."""
+    own, flags = Settings.read(config), Flags.read(config, EOLE)
+    written = [(flag, path) for flag, path in (("-stats_file", _path(flags.stats_file)),
+                                               ("-log_file", _path(own.log_file))) if path]
+    _check_apart(config, own, list(_reads(own, config_file, names=("phrase_table",))), written)
+
+
+def _check_apart(config, own: Settings, reads: list, written: list) -> None:
+    """No file of ``written`` is one of ``reads``, another of ``written``, or a file of a model directory."""
+    _check_distinct(config, reads, written)
     models = _model_directories(own)
     for flag, path in written:
         for model in models:
@@ -46,10 +62,10 @@ def _path(value) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _reads(own: Settings, config_file: str | None):
+def _reads(own: Settings, config_file: str | None, names=READ):
     if config_file:
         yield "-config", config_file
-    for name in READ:
+    for name in names:
         path = _path(getattr(own, name))
         if path:
             yield f"-{name}", path

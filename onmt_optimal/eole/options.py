@@ -14,6 +14,7 @@ Validation (``validate``, run once, by ``Predict.build_config``: ``patch``) is t
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 from onmt_optimal.option_table import EOLE, taken_by
@@ -60,7 +61,9 @@ def validate(config, run: bool = True) -> None:
     flags, own = Flags.read(config, EOLE), Settings.read(config)
     validate_sizes(own, max_length_zero=not flags.active)
     _check_model_paths(own)
-    _validate(config, run=run, toolkit=EOLE, flags=flags, own=own)
+    # eole's own -world_size and -ratio, said in eole's words here (the shared check speaks of OpenNMT-py's)
+    _validate(config, run=run, toolkit=EOLE, flags=flags, own=replace(own, world_size=1, ratio=0.0))
+    _check_own_rules(flags, own)
     sampling = own.top_k != 0 or own.top_p != 0
     if sampling and (flags.stopping != "default" or flags.length_reward > 0 or flags.bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
@@ -70,6 +73,18 @@ def validate(config, run: bool = True) -> None:
                           f"(-top_k/-top_p): it would stay empty")
     if flags.active and own.self_speculative_decoding:
         raise OptionError("onmt-optimal's options decode with beam search: drop -self_speculative_decoding")
+
+
+def _check_own_rules(flags: Flags, own: Settings) -> None:
+    """eole's options that cannot go with ours, named as eole names them: ``-world_size`` above 1 (eole's
+    multi-process inference) and eole's ``-ratio`` stopping rule."""
+    world_size = own.world_size or 1
+    if flags.active and world_size > 1:
+        raise OptionError(f"-world_size {world_size}: onmt-optimal's options decode in one process, not with "
+                          f"eole's multi-process inference; drop -world_size")
+    if flags.active and own.ratio > 0:
+        raise OptionError("eole's -ratio stopping rule cannot be combined with onmt-optimal's options "
+                          "(-stopping, -length_reward, -bp_norm, -stats_file); drop -ratio")
 
 
 def _check_model_paths(config) -> None:

@@ -7,28 +7,38 @@ once its eole module has executed (``hook``):
 * ``eole.server.model`` (``patch_server_model``): a model's config is eole's ``PredictConfig`` with our fields
   (``options.config_class``, as ``eole predict``'s), checked as ``eole predict`` checks it (``options.validate``:
   ``options.check_search`` and the option table) when any of our options is set; a relative ``stats_file`` is
-  taken from the server's working directory, as eole takes the model's ``log_file`` and a local ``path``, and
-  must be appendable, and neither a file of the model nor the log file. ``Server.start`` checks every model
-  that sets one of our options at start-up, loaded or not (a model given as a Hugging Face ID, which eole would
-  download, is checked when it loads). A request's decoding settings, which eole applies over the config for
-  that request, are checked with the config's options: a refused one is answered with HTTP 400 and one line
-  (``request_problem``), and the server goes on serving. The loaded predictor appends each request's records
-  to ``stats_file`` (``adapter.served``) instead of rewriting the file per request; a request to such a model
-  carries its id to the predictor as one more setting of the request (``REQUEST_SETTING``, which eole's
-  ``update_settings`` sets on the predictor), so eole's batcher, which groups only requests with equal settings,
-  decodes it in an engine call of its own: its records are its own;
+  taken from the server's working directory, as eole takes the model's ``log_file`` and a local ``path``; it
+  must be a regular file that takes appended records (or a new one), and none of the files the server reads
+  for the model (its YAML, the model's files, its transforms' files) or writes (``_check_stats_file``).
+  ``Server.start`` checks every model that sets one of our options at start-up, loaded or not (a model given as
+  a Hugging Face ID, which eole would download, is checked when it loads). A request with no input, or whose
+  settings name a file (``FILE_SETTINGS``), is answered with HTTP 400 and one line, whatever the model; a
+  request's decoding settings, which eole applies over the config for that request, are checked with the
+  config's options (``request_problem``: HTTP 400, one line), and the server goes on serving. A request to a
+  model that decodes with our search carries its id to the predictor as one more setting of the request
+  (``REQUEST_SETTING``, which eole's ``update_settings`` sets on the predictor), so eole's batcher, which
+  groups only requests with equal settings, decodes it in an engine call of its own: its records are its own,
+  appended to ``stats_file`` (``adapter.served``) where the model has one, and handed to its answer (``Answer``);
 * ``eole.server.app`` (``patch_server_app``): the application reads each request's ``X-Request-Id`` (or makes
-  one) and, where the request's records were written, answers it in that header (``RequestIds``);
+  one) and, where the request's records were written, answers it in that header; ``/infer``'s answer carries
+  the records as ``FIELD`` (``RequestIds``); a request body that names one of our options is answered with
+  HTTP 400 and one line (``own_option_answer``; eole's request schema has no room for them);
 * ``eole.bin.run.serve`` (``patch_serve_command``): a refused option at start-up ends ``eole serve`` with
-  ``eole serve: error: CONFIG: model ID: ...`` and exit status 2, no traceback.
+  ``eole serve: error: CONFIG: model ID: ...`` and exit status 2, no traceback; SIGTERM and SIGINT stop the
+  server within ``GRACE`` seconds, even with a decode in flight (``stop_promptly``).
 
-With none of our options a model is served as stock eole serves it, answers and scores alike.
+With none of our options a model is served as stock eole serves it, answers and scores alike, but for the
+one-line 400s and the prompt stop above.
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import importlib
+import json
 import os
+import signal
+import stat
 import sys
 
 from onmt_optimal.import_hook import mark, ours
@@ -37,6 +47,15 @@ PROG = "eole serve"
 
 #: the request setting that carries a request's id to the predictor (``translator.Certified``'s attribute)
 REQUEST_SETTING = "onmt_optimal_request"
+#: the field of ``/infer``'s answer that holds one statistics record per input (``search.record.Record.json``'s
+#: fields), where the model decoded with our search; vLLM's server names its per-choice field alike
+FIELD = "onmt_optimal"
+#: the request settings (eole's ``DecodingConfig``) that name a file: a request may not choose one
+FILE_SETTINGS = ("phrase_table", "dump_beam")
+#: seconds the requests in flight get to finish once SIGTERM or SIGINT asks the server to stop
+GRACE = 2.0
+#: the server's YAML (``Server.start``'s path, absolute): a file every model reads
+_server_config: list = [None]
 
 
 def _ours_in(config: dict) -> bool:
@@ -80,7 +99,6 @@ def _checked(get_config):
             for warning in options.option_warnings(config):
                 sys.stderr.write(f"{PROG}: warning: model {self.model_id}: {warning}\n")
             if config.stats_file:
-                config.stats_file = os.path.abspath(config.stats_file)
                 _check_stats_file(config)
         except ValidationError as err:
             raise options.OptionError(f"model {self.model_id}: {_invalid(err)}") from None
@@ -104,16 +122,25 @@ def _invalid(err) -> str:
 
 
 def _check_stats_file(config) -> None:
-    """``stats_file`` takes appended records, and is neither a file of the model nor ``log_file``."""
+    """``stats_file`` names a regular file (or a new one) that takes appended records (a FIFO would hang every
+    request, a directory or ``name/`` fail it), and is none of the files the server reads for the model or writes
+    (``files.check_served``: its YAML, the model's files, its transforms' files, ``log_file``), links resolved.
+    A relative path is the working directory's: ``config.stats_file`` becomes absolute."""
     from onmt_optimal.adapter import served
-    from onmt_optimal.options import _check_distinct
+    from onmt_optimal.eole import files
+    from onmt_optimal.options import OptionError, _check_writable
 
-    served.check("-stats_file", config.stats_file)
-    paths = config.model_path if isinstance(config.model_path, list) else [config.model_path]
-    reads = [("-model_path", os.path.join(path, name)) for path in paths if os.path.isdir(path)
-             for name in os.listdir(path)]
-    _check_distinct(config, reads=reads, writes=[("-stats_file", config.stats_file),
-                                                 ("-log_file", getattr(config, "log_file", None))])
+    given = config.stats_file
+    config.stats_file = path = os.path.abspath(given)
+    _check_writable("-stats_file", path + os.sep if given.endswith(os.sep) else path)  # a directory, ``name/``...
+    if os.path.exists(path):
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise OptionError(f"-stats_file {path} is {kind}: the server appends records to a regular file; "
+                              f"name one")
+    served.check("-stats_file", path)
+    files.check_served(config, _server_config[0])
 
 
 def _checked_at_start(start):
@@ -122,6 +149,7 @@ def _checked_at_start(start):
 
     @functools.wraps(start)
     def checked_start(self, server_config_path):
+        _server_config[0] = os.path.abspath(server_config_path) if isinstance(server_config_path, str) else None
         start(self, server_config_path)
         for model in self.models.values():
             local = os.path.expandvars(model.model_path) if isinstance(model.model_path, str) else None
@@ -153,31 +181,70 @@ def _appending(load):
 
 
 def _per_request(infer_async):
-    """``Model.infer_async`` that, for a model setting our options, checks the request's decoding settings with
-    them (``request_problem``: HTTP 400, one line) and, where it has a ``stats_file``, hands the request's id
-    (``served.CURRENT``, set by ``RequestIds``, or a fresh one) to the predictor as the setting
-    ``REQUEST_SETTING``."""
+    """``Model.infer_async`` that answers with HTTP 400 and one line, before anything is decoded, a request with
+    no input (stock eole fails on it with a traceback and a 500) or one whose settings name a file the model's
+    config does not (``FILE_SETTINGS``: eole would read a ``phrase_table`` from any path a client names); for a
+    model setting our options, checks the request's decoding settings with them (``request_problem``) and, where
+    it decodes with our search, hands the request's id (``served.CURRENT``, set by ``RequestIds``, or a fresh one)
+    to the predictor as the setting ``REQUEST_SETTING``: the request is decoded on its own, its records go to
+    ``stats_file`` under its id and into its answer (``Answer``)."""
 
     @functools.wraps(infer_async)
     async def infer(self, inputs, settings=None, is_chat=False):
         settings = {} if settings is None else settings
-        if _ours_in(self.pre_config):
+        problem = _input_problem(self, inputs, settings)
+        if problem is None and _ours_in(self.pre_config):
             if not self.loaded:
                 self.load()  # as stock's first step: its predictor says which settings apply
             problem = request_problem(self, settings)
-            if problem is not None:
-                from fastapi import HTTPException
+        if problem is not None:
+            from fastapi import HTTPException
 
-                raise HTTPException(status_code=400, detail=problem)
-            if self.pre_config.get("stats_file"):
-                from onmt_optimal.adapter import served
+            raise HTTPException(status_code=400, detail=problem)
+        predictor = getattr(self.engine, "predictor", None) if self.loaded else None
+        search = getattr(predictor, "search", None)
+        if search is None or search.stock:
+            return await _unless_stopped(self, infer_async(self, inputs, settings=settings, is_chat=is_chat))
+        from onmt_optimal.adapter import served
 
-                request = served.CURRENT.get() or served.Request()
-                request.used = True
-                settings = {**settings, REQUEST_SETTING: request.id}
-        return await infer_async(self, inputs, settings=settings, is_chat=is_chat)
+        request = served.CURRENT.get() or served.Request()
+        request.used = request.used or bool(search.stats_file)
+        result = await _unless_stopped(self, infer_async(self, inputs, is_chat=is_chat,
+                                                         settings={**settings, REQUEST_SETTING: request.id}))
+        answer = _ANSWER.get()
+        records = predictor.served_records.pop(request.id, None)
+        if answer is not None and records is not None:
+            answer.stats = records
+        return result
 
     return mark(infer)
+
+
+async def _unless_stopped(model, decode):
+    """``decode`` awaited; cancelled, as uvicorn cancels the requests still in flight when the server stops
+    (``stop_promptly``), it is answered with HTTP 503 and one line instead of a traceback and a 500."""
+    import asyncio
+
+    try:
+        return await decode
+    except asyncio.CancelledError:
+        from fastapi import HTTPException
+
+        raise HTTPException(status_code=503, detail=f"model {model.model_id}: the server is stopping; this "
+                                                    f"request was not answered") from None
+
+
+def _input_problem(model, inputs, settings: dict) -> str | None:
+    """One line on a request that has no input, or whose settings name a file (``FILE_SETTINGS``) other than
+    the one the model's config names; None when there is nothing to refuse."""
+    if isinstance(inputs, (list, tuple)) and not inputs:
+        return f"model {model.model_id}: the request has no input (an empty list): give at least one"
+    for name in FILE_SETTINGS:
+        value = settings.get(name)
+        if value and value != model.pre_config.get(name):
+            return (f"model {model.model_id}: {name} names a file ({value!r}): a request cannot choose one; the "
+                    f"server reads and writes only the files of its YAML")
+    return None
 
 
 def request_problem(model, settings: dict) -> str | None:
@@ -200,10 +267,23 @@ def request_problem(model, settings: dict) -> str | None:
     return None
 
 
+class Answer:
+    """What ``/infer``'s answer gains for one HTTP request: ``stats``, one record per input (set by
+    ``_per_request`` where the model decoded with our search), added as ``FIELD`` by ``RequestIds``."""
+
+    def __init__(self):
+        self.stats = None
+
+
+#: the HTTP request being answered's ``Answer`` (set by ``RequestIds``), None outside one
+_ANSWER: contextvars.ContextVar = contextvars.ContextVar("onmt_optimal_eole_answer", default=None)
+
+
 class RequestIds:
     """ASGI middleware: each HTTP request is a ``served.Request`` (its ``X-Request-Id``, or a fresh id) while it
-    is answered; a request whose records were written gets its id back in that header. Any other request's
-    answer is left as it is."""
+    is answered; a request whose records were written gets its id back in that header, and an answer of
+    ``/infer`` whose request was decoded with our search gets its records (``Answer``, ``FIELD``). Any other
+    request's answer is left as it is, byte for byte."""
 
     def __init__(self, app):
         self.app = app
@@ -216,22 +296,50 @@ class RequestIds:
         header = served.HEADER.lower().encode("latin-1")
         given = next((value for name, value in scope.get("headers", ()) if name.lower() == header), None)
         request = served.Request(given.decode("latin-1") if given is not None else None)
+        answer, held = Answer(), []
+        infer = scope.get("path", "").rstrip("/") == "/infer"
 
         async def send_with_id(message):
-            if message.get("type") == "http.response.start" and request.used:
-                headers = [*message.get("headers", ()), (header, request.id.encode("latin-1"))]
-                message = {**message, "headers": headers}
+            if message.get("type") == "http.response.start":
+                if request.used:
+                    headers = [*message.get("headers", ()), (header, request.id.encode("latin-1"))]
+                    message = {**message, "headers": headers}
+                if infer and answer.stats is not None and message.get("status") == 200:
+                    held.append(message)  # sent with the body, once its length is known
+                    return
+            elif message.get("type") == "http.response.body" and held:
+                held.append(message)
+                if message.get("more_body"):
+                    return
+                message = _with_stats(held, answer.stats)
+                held.clear()
+                await send(message[0])
+                message = message[1]
             await send(message)
 
-        token = served.CURRENT.set(request)
+        token, answer_token = served.CURRENT.set(request), _ANSWER.set(answer)
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            _ANSWER.reset(answer_token)
             served.CURRENT.reset(token)
 
 
+def _with_stats(held: list, stats: list) -> tuple:
+    """The answer's start and body messages (``held``: its start, then its body's parts) with ``FIELD`` added to
+    its JSON object, serialized as FastAPI serializes it (compact, UTF-8); its ``content-length`` updated."""
+    start, parts = held[0], held[1:]
+    body = json.loads(b"".join(part.get("body", b"") for part in parts))
+    body[FIELD] = stats
+    data = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    headers = [(name, str(len(data)).encode("latin-1") if name.lower() == b"content-length" else value)
+               for name, value in start.get("headers", ())]
+    return {**start, "headers": headers}, {"type": "http.response.body", "body": data, "more_body": False}
+
+
 def patch_server_app() -> None:
-    """``eole.server.app``: ``create_app`` adds ``RequestIds`` to the application it makes."""
+    """``eole.server.app``: ``create_app`` adds ``RequestIds`` to the application it makes, and answers a request
+    that names one of our options (``own_option_answer``) with HTTP 400 and one line."""
     module = importlib.import_module("eole.server.app")
     if ours(module.create_app):
         return
@@ -239,8 +347,11 @@ def patch_server_app() -> None:
 
     @functools.wraps(stock_create)
     def create_app(config_file):
+        from fastapi.exceptions import RequestValidationError
+
         app = stock_create(config_file)
         app.add_middleware(RequestIds)
+        app.add_exception_handler(RequestValidationError, own_option_answer)
         return app
 
     module.create_app = mark(create_app)
@@ -249,20 +360,85 @@ def patch_server_app() -> None:
         serve.create_app = module.create_app
 
 
+async def own_option_answer(request, exc):
+    """FastAPI's answer to a request body its schema refuses: stock's (HTTP 422, pydantic's errors), but HTTP 400
+    and one line where the body names one of our options, which eole's request schema does not take: they are
+    a model's (its ``config`` in the server's YAML), and ``stats_file`` names a file, which no request chooses."""
+    from fastapi.exception_handlers import request_validation_exception_handler
+    from fastapi.responses import JSONResponse
+
+    from onmt_optimal.eole.options import FIELDS
+
+    named = [str(error["loc"][-1]) for error in exc.errors()
+             if error.get("type") == "extra_forbidden" and error.get("loc") and error["loc"][-1] in FIELDS]
+    if not named:
+        return await request_validation_exception_handler(request, exc)
+    name = named[0]
+    why = ("it names a file, and a request cannot choose one: the server writes only the files of its YAML"
+           if name == "stats_file" else
+           "it is a model's option, set in the model's config in the server's YAML (one model entry per "
+           "setting; entries may share a path)")
+    return JSONResponse(status_code=400, content={"detail": f"{name} cannot be given in a request: {why}"})
+
+
 def patch_serve_command() -> None:
-    """``eole.bin.run.serve.Serve.run``: a refused option at start-up is one line, exit status 2."""
+    """``eole.bin.run.serve.Serve.run``: a refused option at start-up is one line, exit status 2; SIGTERM and
+    SIGINT stop the server promptly (``stop_promptly``)."""
     module = importlib.import_module("eole.bin.run.serve")
     serve = module.Serve
     if ours(serve.run):
         return
-    stock_run = serve.run.__func__
 
     def run(cls, args):
         from onmt_optimal import atomic, failures
 
         try:
-            return stock_run(cls, args)
+            app = module.create_app(args.config)
         except (failures.Fault, atomic.OutputError) as err:
             failures.fail(PROG, f"{getattr(args, 'config', 'the config')}: {err}", getattr(err, "status", 1))
+        with stop_promptly():
+            module.uvicorn.run(app=app, host=args.host, port=args.port, log_level="info",
+                               timeout_graceful_shutdown=GRACE)
 
     serve.run = classmethod(mark(run))
+
+
+class stop_promptly:  # noqa: N801 (a context manager, used as ``with stop_promptly():``)
+    """SIGTERM and SIGINT end ``eole serve`` promptly, even with a decode in flight, and never in the middle of a
+    record. uvicorn (which eole serve runs) stops accepting connections at the first of them and waits for the
+    requests in flight, here at most ``GRACE`` seconds (``timeout_graceful_shutdown``; stock: as long as they
+    take); it then raises the signal again with the handler it found, this one. A decode still running in eole's
+    thread would hold the process until it ended (Python waits for that thread at exit, and a second SIGINT would
+    end in a traceback): the handler waits until no statistics record is being appended (``served``'s locks) and
+    ends the process as stock eole serve ends when nothing is in flight: by the signal on SIGTERM, with status 0
+    on SIGINT. A request cut off is answered with HTTP 503 and one line (``_unless_stopped``)."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __enter__(self):
+        self.previous = {signum: signal.signal(signum, _end_by_signal) for signum in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc):
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        return False
+
+
+def _end_by_signal(signum, frame) -> None:
+    """End the process by ``signum`` once no record is being appended (each lock waited for at most 10 s)."""
+    from onmt_optimal.adapter import served
+
+    held = []
+    for lock in list(served._LOCKS.values()):
+        if lock.acquire(timeout=10):
+            held.append(lock)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    if signum == signal.SIGINT:
+        os._exit(0)  # as stock eole serve ends on Ctrl-C (status 0)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)  # as stock eole serve ends on SIGTERM (by the signal)

@@ -21,6 +21,7 @@ batch of one.
 """
 from __future__ import annotations
 
+import json
 
 import torch
 from eole.predict.generator import GeneratorLM
@@ -42,6 +43,9 @@ class Certified(RecordKeeping):
     #: the request, which eole's ``update_settings`` sets on the predictor); None outside a server, and after each
     #: decode
     onmt_optimal_request = None
+    #: the most records kept for requests whose answer has not taken them yet (a client gone before its decode
+    #: ended leaves them)
+    SERVED_KEPT = 256
 
     def __init__(self, model, vocabs, config, model_config, *args, global_scorer=None, **kwargs):
         super().__init__(model, vocabs, config, model_config, *args, global_scorer=global_scorer, **kwargs)
@@ -50,6 +54,8 @@ class Certified(RecordKeeping):
             raise OptionError("onmt-optimal's options do not rerank with the model's estimator (add_estimator): "
                               "drop -stopping/-length_reward/-bp_norm/-stats_file for this model")
         self._stats, self._rule_results = {}, {}
+        #: each served request's records, by its id, until its answer takes them (``eole.server``)
+        self.served_records = {}
         self._empty_lines = empty_lines.EmptyLines()  # each run's own, made by _predict
         #: called with the number of sentences of each batch once it is translated (None: nobody listens)
         self.progress = None
@@ -87,11 +93,22 @@ class Certified(RecordKeeping):
         with empty_lines.keeping(not self.search.stock) as self._empty_lines:
             result = super()._predict(infer_iter, *args, **kwargs)
         request, self.onmt_optimal_request = self.onmt_optimal_request, None
+        if not self.search.stock and request is not None:
+            self._serve_records(request)
         if not self.search.stock and self.search.stats_file:
             # with the run's output when the engine's infer_file runs (patch), else on its own; a served model's
             # appended under its request's id (``eole.server``)
             self._write_stats(run_outputs.current(), request)
         return result
+
+    def _serve_records(self, request: str) -> None:
+        """The decode's records, in input order, as the statistics file has them (``Record.json``), kept for the
+        answer of server request ``request``."""
+        records = [json.loads(self._stats[key].json(n))
+                   for n, key in enumerate(sorted(self._stats, key=lines.order), start=1)]
+        while len(self.served_records) >= self.SERVED_KEPT:
+            self.served_records.pop(next(iter(self.served_records)), None)
+        self.served_records[request] = records
 
     def report_results(self, gold_score, gold_log_probs, batch, batch_size, decode_strategy, estim):
         """eole's, which pairs each line's answers with ``estim`` (``beam_size`` values a line) and so keeps at

@@ -103,6 +103,10 @@ def test_a_config_that_is_not_utf8_text_is_one_line(ours, encoder_decoder, src, 
     (["-min_length", "20", "-max_length", "5", *OURS], "-min_length 20 exceeds -max_length 5"),
     (["-length_reward", "1", "-length_ratio", "1e-300", "-length_penalty", "none"], "is too small"),
     (["-top_k", "5", "-stats_file", "STATS"], "not random sampling"),
+    # eole's own options in eole's words (they spoke of OpenNMT-py's -ratio and of Ray's -ray_workers)
+    (["-ratio", "0.5", *OURS], "eole's -ratio stopping rule cannot be combined with onmt-optimal's options"),
+    (["-world_size", "2", "-gpu_ranks", "0", "1", *OURS], "-world_size 2: onmt-optimal's options decode in one "
+                                                          "process, not with eole's multi-process inference"),
 ])
 def test_values_taken_silently_are_one_line_under_our_options(ours, encoder_decoder, src, earlier, args,
                                                               mentions):

@@ -164,8 +164,9 @@ def test_a_model_without_our_options_answers_as_stock_eole_serve(server, encoder
 def test_a_request_setting_our_options_refuse_is_answered_400_in_one_line(server):
     answer = server.post("/infer", {"model": "encoder_decoder", "inputs": INPUTS[:1], **SHARED, "ratio": 0.5})
     assert answer.status == 400, answer.body
-    assert answer.body == {"detail": "model encoder_decoder: OpenNMT-py's -ratio stopping rule cannot be combined "
-                                     "with onmt-optimal's flags; drop -ratio"}
+    assert answer.body == {"detail": "model encoder_decoder: eole's -ratio stopping rule cannot be combined with "
+                                     "onmt-optimal's options (-stopping, -length_reward, -bp_norm, -stats_file); "
+                                     "drop -ratio"}
     assert infer(server, "encoder_decoder", INPUTS[:1]).body["predictions"][0][0]  # still serving
 
 
@@ -199,7 +200,8 @@ def start(root: Path, model: Path, config: dict):
     ({"stats_file": "missing/stats.jsonl"}, "-stats_file {root}/missing/stats.jsonl: directory {root}/missing does "
                                             "not exist"),
     ({"stats_file": "same.log", "log_file": "same.log"}, "are the same file"),
-    ({"stats_file": "{model}/config.json"}, "-stats_file {model}/config.json is the -model_path file"),
+    ({"stats_file": "{model}/config.json"}, "-stats_file {model}/config.json is the file config.json of the "
+                                            "-model_path model"),
 ], ids=["stopping", "normalized", "type", "unknown", "stats-dir", "stats-log", "stats-model"])
 def test_a_refused_option_names_the_model(encoder_decoder, tmp_path, monkeypatch, config, says):
     from onmt_optimal.options import OptionError
