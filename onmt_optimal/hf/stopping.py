@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from onmt_optimal.search.stopping import StoppingRule, StopView
+from onmt_optimal.search.stopping import StoppingRule, StopReason, StopView
 
 
 class TransformersRule(StoppingRule):
@@ -26,7 +26,7 @@ class TransformersRule(StoppingRule):
     best the same beam would finish."""
 
     name = "default"
-    reason = "early_stopping"
+    reason = StopReason.EARLY_STOPPING
     needs_bound = False
 
     def __init__(self, early_stopping: bool | str = False, length_penalty: float = 1.0):

@@ -188,8 +188,9 @@ def test_a_shrinking_beam_stops_when_no_item_is_live(case, wide):
                     max_length=2 + case["max_length"])
     spent_with_live, inner = [], module.step
 
-    def checked(rules, state, *args, **kwargs):
-        done = inner(rules, state, *args, **kwargs)
+    def checked(**kwargs):
+        done = inner(**kwargs)
+        state = kwargs["state"]
         spent_with_live.append(bool(state.live[(state.width <= 0).view(-1)].any()))
         return done
 
@@ -427,9 +428,9 @@ def test_a_quiet_step_answers_as_a_merged_one(case, stop, block, host):
     case = dict(case, block=2 if block else 0)
     merges, inner = [0], module.collect
 
-    def counted(*args):
+    def counted(**kwargs):
         merges[0] += 1
-        return inner(*args)
+        return inner(**kwargs)
 
     module.collect = counted
     try:
