@@ -1,9 +1,9 @@
 """The one registry of rules: what each name means, and the one function that builds a decode's rules.
 
 * ``STOPPING_RULES``: ``-stopping`` values -> stopping rules;
-* ``rules(...)``: the rules (``state.Rule``: scoring, stopping) a set of validated option values asks for, for every toolkit
-  (its own score and its own stopping rules, where it has them, given by the caller);
-* ``Decoder``: a named (scoring, stopping) pair of the paper's comparison (Section 5), and
+* ``rules(...)``: the rules (``state.Rule``: scoring, stopping) a set of validated option values asks for, for
+  every toolkit (its own score and its own stopping rules, where it has them, given by the caller);
+* ``Decoder``: a named rule of the paper's comparison (Section 5), and
   ``paper_decoders(rewards)`` the comparison itself, as the sweep and the reproduction run it.
 """
 from __future__ import annotations

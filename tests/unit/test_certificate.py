@@ -226,6 +226,24 @@ def test_stop_reasons_cross_as_codes_and_serialize_as_their_names():
     assert f"{StopReason.CERTIFICATE}" == str(StopReason.CERTIFICATE) == "certificate"
 
 
+def test_every_stopping_rule_gives_a_stop_reason():
+    """One type for ``stop_reason``: the rules of every toolkit (transformers' own among them) give a ``StopReason``,
+    whose JSON is its name (``early_stopping`` for transformers')."""
+    import json
+
+    pytest.importorskip("transformers")
+    from onmt_optimal.hf.stopping import TransformersRule
+    from onmt_optimal.search.stopping import StoppingRule, StopReason
+
+    def subclasses(cls):
+        return [cls] + [sub for child in cls.__subclasses__() for sub in subclasses(child)]
+
+    rules = subclasses(StoppingRule)[1:]
+    assert TransformersRule in rules
+    assert all(isinstance(rule.reason, StopReason) for rule in rules)
+    assert json.dumps(TransformersRule.reason) == '"early_stopping"'
+
+
 @SETTINGS
 @given(cases(rules=("avg", "wu", "bp")))
 def test_predicted_bound_is_reported_as_a_heuristic(case):
