@@ -50,8 +50,8 @@ class Rules:
     n_best: int  # answers per rule
     K: int  # kept places per rule (``n_best`` at least)
     records: bool  # the state keeps the per-rule stop record (module docstring)
-    #: (1, beam) or (1, R, beam) which items each rule collects (``StoppingRule.top_only``: the top one), laid out
-    #: as ``stack`` lays the rules out; None: every rule collects all
+    #: (1, beam) or, with several rules, (1, R, beam): which items each rule collects (``StoppingRule.top_only``:
+    #: the top one); None: every rule collects all
     collectable: torch.Tensor | None
     rule_codes: torch.Tensor  # (1, R) each rule's code when it stops with items still live
     all_finished: torch.Tensor  # 0-d: the code of a stop with no live item left
@@ -68,8 +68,8 @@ class Rules:
         several = len(rules) > 1
         collectable = None
         if any(rule.stopping.top_only for rule in rules):
-            collectable = _stack(several, [first if rule.stopping.top_only else first.new_ones(first.shape)
-                                           for rule in rules])
+            per_rule = [first if rule.stopping.top_only else first.new_ones(first.shape) for rule in rules]
+            collectable = torch.stack(per_rule, dim=1) if several else per_rule[0]
         rule_codes = constants.row(tuple(
             CODES[StopReason.PREDICTED_BOUND] if stopping.certified and not scoring.bound_is_proof else OWN
             for scoring, stopping in rules), device)
@@ -78,18 +78,6 @@ class Rules:
         one = constants.once(("one", device), lambda: torch.ones((), device=device))
         return cls(rules, n_best, n_best if K is None else K, several if records is None else records,
                    collectable, rule_codes, all_finished, one, several)
-
-    def stack(self, per_rule: list[torch.Tensor]) -> torch.Tensor:
-        """The rules' ``(B, ...)`` tensors as one ``(B, R, ...)``; one rule's as it is."""
-        return _stack(self.several, per_rule)
-
-    def kept_score(self, score: torch.Tensor, r: int) -> torch.Tensor:
-        """(B, K) rule ``r``'s places of ``Kept.score`` (B, R * K): one rule's are all of them."""
-        return score[:, r * self.K:(r + 1) * self.K] if self.several else score
-
-
-def _stack(several: bool, per_rule: list[torch.Tensor]) -> torch.Tensor:
-    return torch.stack(per_rule, dim=1) if several else per_rule[0]
 
 
 @dataclass

@@ -83,7 +83,7 @@ def collect(*, rules: Rules, state: State, view: StepView, completed: torch.Tens
     if rules.collectable is not None:
         collected = collected & rules.collectable
     final = finals(rules=rules, view=view)
-    state.kept.merge(collected, rules.stack(final), view.log_prob, seq, attn,
+    state.kept.merge(collected, torch.stack(final, dim=1) if rules.several else final[0], view.log_prob, seq, attn,
                      score_is_log_prob=all(x is view.log_prob for x in final))
     # (a 0-d one: a Python number or the bool mask itself would be converted first, three operations more)
     torch.where(completed, state.completions + rules.one, state.completions, out=state.completions)
@@ -131,11 +131,12 @@ def decide(*, rules: Rules, state: State, view: StepView, completed: torch.Tenso
         at_max = view.t >= view.max_length
     state.t, state.at_max = view.t, at_max
 
-    def done(r: int) -> torch.Tensor:  # (B, 1): rule ``r`` is done with the example
+    def done(r: int) -> torch.Tensor:  # (B, 1): rule ``r`` is done with the example (its K places of the kept)
+        kept_score = state.kept.score[:, r * rules.K:(r + 1) * rules.K] if rules.several else state.kept.score
         return rules.rules[r].stopping.done(StopView(
-            step=view, completed=completed, completions=state.completions,
-            kept_score=rules.kept_score(state.kept.score, r), best_bound=None if bounds is None else bounds[r],
-            width=state.width, n_best=rules.n_best, best_running=best_running))
+            step=view, completed=completed, completions=state.completions, kept_score=kept_score,
+            best_bound=None if bounds is None else bounds[r], width=state.width, n_best=rules.n_best,
+            best_running=best_running))
 
     if state.stop_step is None:  # one rule, recorded by the example's last step
         if at_max:
