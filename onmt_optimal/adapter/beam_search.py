@@ -12,11 +12,11 @@ step up to the beam's choice, statement for statement: the hook ``_expand`` (abs
 Follow example ``b`` of a batch. Its beam holds ``beam`` items, rows ``b * beam .. b * beam + beam - 1`` of every
 ``(B * beam, ...)`` tensor. At step ``t`` (tokens generated so far, this step's included):
 
-1. **Pick** (``_expand``, ``search.top_k.pick``): the toolkit scores every expansion, ``(B * beam, V)``, with its own options
-   applied (length penalty, blocked n-grams, minimum length, forced prefix); the ``beam`` best expansions of
-   ``b`` are its new items (the paper's Section 2: ``B_t = top_b{ y . w }``), each with its parent row and its
-   token. ``top_k`` is exact (a stable sort's first ``beam``). Their scores, tokens, blocked n-grams, attention
-   and coverage follow them (``_follow_picks``).
+1. **Pick** (``_expand``, ``search.top_k.pick``): the toolkit scores every expansion, ``(B * beam, V)``, with its
+   own options applied (length penalty, blocked n-grams, minimum length, forced prefix); the ``beam`` best
+   expansions of ``b`` are its new items (the paper's Section 2: ``B_t = top_b{ y . w }``), each with its parent row
+   and its token. ``top_k`` is exact (a stable sort's first ``beam``). Their scores, tokens, blocked n-grams,
+   attention and coverage follow them (``_follow_picks``).
 2. **Complete**: an item is *real* while it descends from real items only (at ``t = 1`` the one starting item of
    ``b``). A real item whose token ends a hypothesis, or any real item at ``t = T = max_length``, is a completed
    hypothesis: it leaves the beam for good (its score is masked so that its children never outrank a real item;

@@ -219,8 +219,8 @@ def run(lines: int = 64, beams=(1, 5, 10), batches=(1, 16), rounds: int = 3, max
 
 def _row(m, src: list[str], lines: int, name: str, lp: float, beam: int, batch: int, rounds: int,
          max_new_tokens: int) -> dict:
-    """One setting's row (``lines``: the inputs of ``src``): every variant decoded ``rounds`` times (the order reversed every other round), its best
-    speed and mean steps, the ratios, and how the answers compare."""
+    """One setting's row (``lines``: the inputs of ``src``): every variant decoded ``rounds`` times (the order
+    reversed every other round), its best speed and mean steps, the ratios, and how the answers compare."""
     times = {v: [] for v in VARIANTS}
     answers = {}
     for r in range(rounds):

@@ -4,12 +4,12 @@ A completed hypothesis leaves the beam at once (the paper's Section 2), so whate
 be copied out of the beam at the step it completes. ``Kept`` holds those copies as tensors of shape
 ``(B, R * K, ...)`` (examples, rules times ``n_best``), sorted by score, best first; an empty place scores ``-inf``.
 
-Invariant (``merge``): after each step, rule ``r``'s places of ``score[b]`` are the first ``K`` of a stable sort, by descending
-score, of every hypothesis rule ``r`` has collected for example ``b``, in the order they completed (earlier
-steps first; within a step, the beam's rank). So among equal scores the earlier hypothesis stays first, as in
-OpenNMT-py, which appends completed hypotheses in that order and sorts them stably. ``K = 1`` merges with a
-maximum instead of a sort: the first maximum of a step is its best-ranked item, and a strict ``>`` keeps an
-equal, earlier one: the same first element as the stable sort.
+Invariant (``merge``): after each step, rule ``r``'s places of ``score[b]`` are the first ``K`` of a stable sort, by
+descending score, of every hypothesis rule ``r`` has collected for example ``b``, in the order they completed
+(earlier steps first; within a step, the beam's rank). So among equal scores the earlier hypothesis stays first, as
+in OpenNMT-py, which appends completed hypotheses in that order and sorts them stably. ``K = 1`` merges with a
+maximum instead of a sort: the first maximum of a step is its best-ranked item, and a strict ``>`` keeps an equal,
+earlier one: the same first element as the stable sort.
 
 A hypothesis whose score is ``-inf`` is never kept (it would tie the empty place). The search reports the top
 item of the beam for an example that kept nothing (``answers.records``).

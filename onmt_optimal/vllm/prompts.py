@@ -20,9 +20,9 @@ chosen (``search.step``):
 
 A kept hypothesis is a Python object that stays in vLLM's list: the kept list holds, as the "sequence" of each
 place, the hypothesis's position in its prompt's ``completed`` list alone (a start column and no tokens, which
-``collect`` reads as a hypothesis of no tokens). ``answer`` reads the kept positions back: the ``beam_width`` best completed
-hypotheses under the rule, best first, which is the list vLLM itself answers at ``max_tokens`` (the certificate's
-proof: ``scoring`` and ``search.stopping``), and the prompt's ``Record`` (``answers.answer``).
+``collect`` reads as a hypothesis of no tokens). ``answer`` reads the kept positions back: the ``beam_width`` best
+completed hypotheses under the rule, best first, which is the list vLLM itself answers at ``max_tokens`` (the
+certificate's proof: ``scoring`` and ``search.stopping``), and the prompt's ``Record`` (``answers.answer``).
 """
 from __future__ import annotations
 
@@ -152,7 +152,8 @@ class Prompts:
         n_completed = self.state.n_completed.view(-1).tolist()
         leaving = done.nonzero().view(-1).tolist()
         for n in leaving:
-            running[n].answer = self._answer(n, t, answers.reason(why[n], self.rules.rules[0].stopping), int(n_completed[n]))
+            why_n = answers.reason(why[n], self.rules.rules[0].stopping)
+            running[n].answer = self._answer(n, t, why_n, int(n_completed[n]))
         stay = (~done).nonzero().view(-1)
         self.state = self.state.select(stay)
         self.facts = self.facts[stay]
