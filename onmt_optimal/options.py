@@ -27,6 +27,7 @@ from onmt_optimal.option_table import EOLE, OPENNMT
 from onmt_optimal.search import limits, registry
 from onmt_optimal.search.transfer import AUTO
 from onmt_optimal.search.scoring import ScoringRule
+from onmt_optimal.search.state import Rule
 from onmt_optimal.search.stopping import StoppingRule
 
 
@@ -99,12 +100,15 @@ class Options:
     stats_file: str | None = None
     #: keep every rule's per-line record (the translators' ``_rule_results``), for the tools
     collect: bool = False
-    #: where the search's bookkeeping lives (``search.Beam``): "auto", on the host when the model runs on a CUDA
+    #: where the search's bookkeeping lives (``search.transfer``): "auto", on the host when the model runs on a CUDA
     #: device, else next to it; None, on the model's device; "cpu", on the host with one packed transfer a step
     host: str | None = AUTO
     #: a beam of one item is the toolkit's own beam search, scored afterwards (``search.beam_of_one``, where
     #: ``adapter.batch_search.beam_of_one`` allows); False runs the core there too (the tests compare the two)
     beam_of_one: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "rules", tuple(Rule(*rule) for rule in self.rules))  # (scoring, stopping) pairs
 
     @property
     def stock(self) -> bool:
@@ -117,11 +121,11 @@ class Options:
 
     @property
     def scoring(self) -> ScoringRule | None:
-        return self.rules[0][0] if self.rules else None
+        return self.rules[0].scoring if self.rules else None
 
     @property
     def stopping(self) -> StoppingRule | None:
-        return self.rules[0][1] if self.rules else None
+        return self.rules[0].stopping if self.rules else None
 
     @classmethod
     def from_opt(cls, opt, global_scorer, prog: str = "onmt_translate", toolkit: str = OPENNMT) -> "Options":

@@ -10,8 +10,9 @@ For beam sizes 1, 5, 10, 20 and batches of 1, 32 and 128 sentences, it decodes t
   optimal   -stopping optimal
   optimal+r -stopping optimal -length_reward R -length_ratio RHO
   optimal-device  (on a GPU, or with --placement-variant) -stopping optimal with the search's bookkeeping next
-            to the model, where ``optimal`` keeps it on the host there (``search.Beam``'s ``host``, ``AUTO``: one
-            packed transfer a step instead of its tensor operations on the device); on CPU the variant is
+            to the model, where ``optimal`` keeps it on the host there (the ``host`` option,
+            ``search.transfer.AUTO``: one packed transfer a step instead of its tensor operations on the
+            device); on CPU the variant is
             optimal-host, the bookkeeping behind a transfer to the same CPU
   optimal-core  (b = 1 only) -stopping optimal through the search core, where ``optimal`` runs OpenNMT-py's own
             beam search of one item and scores its answer (``search.beam_of_one``): the measure of that special path

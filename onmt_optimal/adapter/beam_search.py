@@ -12,11 +12,11 @@ step up to the beam's choice, statement for statement: the hook ``_expand`` (abs
 Follow example ``b`` of a batch. Its beam holds ``beam`` items, rows ``b * beam .. b * beam + beam - 1`` of every
 ``(B * beam, ...)`` tensor. At step ``t`` (tokens generated so far, this step's included):
 
-1. **Pick** (``_expand``, ``search.top_k.pick``): the toolkit scores every expansion, ``(B * beam, V)``, with its own options
-   applied (length penalty, blocked n-grams, minimum length, forced prefix); the ``beam`` best expansions of
-   ``b`` are its new items (the paper's Section 2: ``B_t = top_b{ y . w }``), each with its parent row and its
-   token. ``top_k`` is exact (a stable sort's first ``beam``). Their scores, tokens, blocked n-grams, attention
-   and coverage follow them (``_follow_picks``).
+1. **Pick** (``_expand``, ``search.top_k.pick``): the toolkit scores every expansion, ``(B * beam, V)``, with its
+   own options applied (length penalty, blocked n-grams, minimum length, forced prefix); the ``beam`` best
+   expansions of ``b`` are its new items (the paper's Section 2: ``B_t = top_b{ y . w }``), each with its parent row
+   and its token. ``top_k`` is exact (a stable sort's first ``beam``). Their scores, tokens, blocked n-grams,
+   attention and coverage follow them (``_follow_picks``).
 2. **Complete**: an item is *real* while it descends from real items only (at ``t = 1`` the one starting item of
    ``b``). A real item whose token ends a hypothesis, or any real item at ``t = T = max_length``, is a completed
    hypothesis: it leaves the beam for good (its score is masked so that its children never outrank a real item;
@@ -47,7 +47,7 @@ from onmt_optimal.adapter import contract
 from onmt_optimal.search import answers, constants, step, transfer
 from onmt_optimal.search.record import Record
 from onmt_optimal.search.scoring import StepView, wide
-from onmt_optimal.search.state import Rules, State
+from onmt_optimal.search.state import Rule, Rules, State
 from onmt_optimal.search.top_k import TopK
 
 #: the toolkits' mask for completed items (beam_search.py); their children never outrank a real item
@@ -68,14 +68,14 @@ class LineageBeamSearch(metaclass=ABCMeta):
         if len({stop.shrinks for _, stop in rules}) > 1:
             raise ValueError("a shrinking beam is a beam of its own: it can share a decode only with other "
                              "shrinking rules (their beams shrink alike, whatever they score)")
-        self.rules = list(rules)
+        self.rules = [Rule(*rule) for rule in rules]
         self.end = eos
         self._top_k = top_k
         #: the ``host`` option; the attention of kept hypotheses stays with the model, and so does the bookkeeping
         self._host = None if self.return_attention else host
         #: may the step read the bookkeeping's tensors (None: where they live on the CPU; tests set it)
         self.free_reads = None
-        self.shrinks = rules[0][1].shrinks
+        self.shrinks = self.rules[0].stopping.shrinks
         #: a certified rule needs each item's exact log p (a length penalty's score * penalty may be ulps off)
         self.exact_log_prob = any(stop.certified for _, stop in rules)
         self.search_stats = [None] * self.batch_size
@@ -114,6 +114,7 @@ class LineageBeamSearch(metaclass=ABCMeta):
 
     def advance(self, log_probs, attn):
         t = len(self)  # tokens generated, this step's included (the items grow in ``_follow_picks``)
+        # 1. pick: the toolkit's expansions, B_t = top_b{...}, and what follows the chosen items
         cumulative, length_penalty, ends = self._expand(log_probs, attn)
         sums = self._follow_picks(cumulative, attn, t, length_penalty)
         log_prob = self._exact_log_prob_of(sums, t)
@@ -126,6 +127,9 @@ class LineageBeamSearch(metaclass=ABCMeta):
         else:  # one packed transfer; the host keeps its own copy of the tokens
             parents, tokens, eos, log_prob, score, seq = place.receive(t, parents, tokens, eos, log_prob, score,
                                                                        None)
+        view = StepView(log_prob=log_prob, eos=eos, src_len=self.source_length, t=t, max_length=self.max_length,
+                        stock_score=score, memo=self.memo, like_cuda=place.like_cuda)
+        # 2. complete: the real items that end (every real one at T) are completed hypotheses and leave the beam
         at_max = t >= self.max_length
         real = torch.take(state.live, parents)
         if self.shrinks:  # only the example's current width of top items is its beam
@@ -135,16 +139,16 @@ class LineageBeamSearch(metaclass=ABCMeta):
         # costs one operation; elsewhere it would be a synchronization, so the step merges the empty set (a no-op)
         quiet = place.free_reads and kept_attn is None and not at_max and not completed.any()
         state.live = real if quiet else real != completed
-        view = StepView(log_prob=log_prob, eos=eos, src_len=self.source_length, t=t, max_length=self.max_length,
-                        stock_score=score, memo=self.memo, like_cuda=place.like_cuda)
-        done = step.step(self.plan, state, view, completed, quiet, seq, kept_attn)
+        # 3. collect and stop: the best completed so far, the bounds, the certificate (``step.step``)
+        done = step.step(rules=self.plan, state=state, view=view, completed=completed, quiet=quiet, seq=seq,
+                         attn=kept_attn)
         # completed items never grow again (stock does this in update_finished); nor, in a shrinking beam, do the
         # items that fell outside it
         finished = (~state.live).to(ends.device, non_blocking=True) if self.shrinks else ends
         self._done_mask = done
         self._done = [d for (d,) in done.tolist()]  # the step's one read
         self.topk_log_probs.masked_fill_(finished, FINISHED_MASK)
-        # the decode loop calls update_finished() only when this says an example is done
+        # the decode loop calls update_finished() only when this says an example is done (4. leave)
         self.is_finished_list = [[any(self._done)]]
 
     def _follow_picks(self, cumulative, attn, t: int, length_penalty):
@@ -249,11 +253,12 @@ class LineageBeamSearch(metaclass=ABCMeta):
         transfer. ``index``: ``rows`` as a tensor where the bookkeeping lives, None when every example leaves;
         ``items`` (B, beam, 1 + t): the beam's items there (``answers.records``)."""
         state = self.core
-        packed = answers.pack(self.plan, state, self.facts)
+        packed = answers.pack(rules=self.plan, state=state, facts=self.facts)
         if len(rows) < packed.shape[0]:
             packed = packed[torch.tensor(rows, device=packed.device) if index is None else index]
-        return answers.records(self.plan, packed.tolist(), rows, items, state.t, state.kept.seq.shape[2],
-                               self.targeted, state.kept.log_prob is not None, self.end)
+        return answers.records(rules=self.plan, packed=packed.tolist(), batch_rows=rows, items=items, t=state.t,
+                               T1=state.kept.seq.shape[2], targeted=self.targeted,
+                               separate_log_prob=state.kept.log_prob is not None, eos=self.end)
 
     def _keep(self, staying, rows, B_old, predictions, length):
         """Stock's ``remove_finished_batches`` with the rows that stay as a host list (for the host-side

@@ -13,7 +13,7 @@ vLLM's own beam search, and the measuring tools beside them (``scripts/op_breakd
 * ``precision``: the decodes in other precisions;
 * ``hf``, ``hf_models``: transformers' beam search against ``optimal_beam_search`` (``scripts/bench_hf.py``) and
   the models it decodes; ``vllm``: vLLM's ``LLM.beam_search`` against ``optimal_beam_search``
-  (``scripts/bench_vllm.py``).
+  (``scripts/bench_vllm.py``); ``vllm_serve``: beam requests to vLLM's server, stock and with the certificate.
 
 Figures belong in ``benchmarks/``, written by these tools; nothing here asserts a timing.
 """

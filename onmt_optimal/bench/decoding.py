@@ -37,59 +37,80 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
         searches = {v: search(v, reward, ratio) for v in variants}
         config_rows = {v: {"batch": batch, "beam": beam, "variant": v} for v in variants}
         if time_it:
-            bar = tqdm(total=rounds + 1, desc=f"rounds batch {batch} b={beam}", leave=False, file=sys.stderr,
-                       disable=not progress)
-            start = time.perf_counter()
-            run_round(session, timer, parts, src, beam, batch, searches, sync, order=order)  # warm-up
-            warm_up = time.perf_counter() - start
-            n_rounds = max(rounds, math.ceil(min_seconds / warm_up))
-            bar.total = n_rounds + 1
-            bar.update()
-            samples = []
-            for k in range(n_rounds):
-                samples.append(run_round(session, timer, parts, src, beam, batch, searches, sync, offset=k,
-                                         order=order))
-                bar.update()
-            bar.close()
-            last = samples[-1]
-            assert last["default"]["preds"] == last["stock"]["preds"], "our default search must give stock's output"
-            assert last["optimal"]["preds"] == last["stock"]["preds"], "log-prob optimal must give stock's 1-best"
-            if "optimal-core" in last:
-                assert last["optimal-core"]["preds"] == last["optimal"]["preds"], "a beam of one: the core must agree"
-            if other in last:
-                assert last[other]["preds"] == last["optimal"]["preds"], "the bookkeeping's place must not matter"
-            steps = {v: [s["steps"] for s in ordered(last[v]["stats"])] for v in variants if v != "stock"}
-            steps["stock"] = steps["default"]  # same beam, same stopping rule, same output (checked above)
-            for v in variants:
-                decode = [r[v]["decode"] for r in samples]
-                ratios = [r["stock"]["decode"] / r[v]["decode"] for r in samples]
-                config_rows[v].update({
-                    "sent_per_s": n_lines / statistics.median(decode),
-                    "seconds_median": statistics.median(decode),
-                    "speed_vs_stock": statistics.median(ratios),
-                    "speed_vs_stock_range": [min(ratios), max(ratios)],
-                    "outside_forward": statistics.median([1 - r[v]["forward"] / r[v]["decode"] for r in samples]),
-                    **{f"share_{p}": statistics.median([r[v]["split"][p] / r[v]["decode"] for r in samples])
-                       for p in PartTimer.PARTS},
-                    "total_steps": sum(steps[v]), "mean_steps": sum(steps[v]) / len(steps[v]),
-                    "rounds": len(samples),
-                })
+            samples = _timed_rounds(session, timer, parts, src, beam, batch, searches, sync, rounds, min_seconds,
+                                    order, progress)
+            for v, fields in _timing_fields(samples, variants, n_lines, other).items():
+                config_rows[v].update(fields)
         if count:
             totals = count_round(session, timer, parts, src, beam, batch, searches, cuda, progress)
             for v, fields in count_fields(totals).items():
                 config_rows[v].update(fields)
         for v in variants:
-            row = config_rows[v]
-            rows.append(row)
-            text = f"batch {batch:3d} beam {beam:2d} {v:14s}"
-            if time_it:
-                text += (f" {row['sent_per_s']:8.1f} sent/s  x{row['speed_vs_stock']:.3f} vs stock ({speed_range(row)})"
-                         f"  outside forward {100 * row['outside_forward']:.1f}%  mean steps {row['mean_steps']:.2f}")
-            if count:
-                text += f"  per call: {_counts_text(row)}"
-            tqdm.write(text)
-            sys.stdout.flush()
+            rows.append(config_rows[v])
+            _report(config_rows[v], time_it, count)
     return rows
+
+
+def _timed_rounds(session, timer, parts, src, beam, batch, searches, sync, rounds, min_seconds, order,
+                  progress) -> list[dict]:
+    """One configuration's timed rounds, after a warm-up round: ``rounds``, or more where rounds are short, so
+    that it is timed for at least ``min_seconds``."""
+    bar = tqdm(total=rounds + 1, desc=f"rounds batch {batch} b={beam}", leave=False, file=sys.stderr,
+               disable=not progress)
+    start = time.perf_counter()
+    run_round(session, timer, parts, src, beam, batch, searches, sync, order=order)  # warm-up
+    warm_up = time.perf_counter() - start
+    n_rounds = max(rounds, math.ceil(min_seconds / warm_up))
+    bar.total = n_rounds + 1
+    bar.update()
+    samples = []
+    for k in range(n_rounds):
+        samples.append(run_round(session, timer, parts, src, beam, batch, searches, sync, offset=k, order=order))
+        bar.update()
+    bar.close()
+    return samples
+
+
+def _timing_fields(samples: list[dict], variants: list[str], n_lines: int, other: str) -> dict:
+    """Per variant, its timing fields over the rounds ``samples``, once the last round's outputs are checked
+    against stock's."""
+    last = samples[-1]
+    assert last["default"]["preds"] == last["stock"]["preds"], "our default search must give stock's output"
+    assert last["optimal"]["preds"] == last["stock"]["preds"], "log-prob optimal must give stock's 1-best"
+    if "optimal-core" in last:
+        assert last["optimal-core"]["preds"] == last["optimal"]["preds"], "a beam of one: the core must agree"
+    if other in last:
+        assert last[other]["preds"] == last["optimal"]["preds"], "the bookkeeping's place must not matter"
+    steps = {v: [s["steps"] for s in ordered(last[v]["stats"])] for v in variants if v != "stock"}
+    steps["stock"] = steps["default"]  # same beam, same stopping rule, same output (checked above)
+    out = {}
+    for v in variants:
+        decode = [r[v]["decode"] for r in samples]
+        ratios = [r["stock"]["decode"] / r[v]["decode"] for r in samples]
+        out[v] = {
+            "sent_per_s": n_lines / statistics.median(decode),
+            "seconds_median": statistics.median(decode),
+            "speed_vs_stock": statistics.median(ratios),
+            "speed_vs_stock_range": [min(ratios), max(ratios)],
+            "outside_forward": statistics.median([1 - r[v]["forward"] / r[v]["decode"] for r in samples]),
+            **{f"share_{p}": statistics.median([r[v]["split"][p] / r[v]["decode"] for r in samples])
+               for p in PartTimer.PARTS},
+            "total_steps": sum(steps[v]), "mean_steps": sum(steps[v]) / len(steps[v]),
+            "rounds": len(samples),
+        }
+    return out
+
+
+def _report(row: dict, time_it: bool, count: bool) -> None:
+    """One configuration's variant, one line."""
+    text = f"batch {row['batch']:3d} beam {row['beam']:2d} {row['variant']:14s}"
+    if time_it:
+        text += (f" {row['sent_per_s']:8.1f} sent/s  x{row['speed_vs_stock']:.3f} vs stock ({speed_range(row)})"
+                 f"  outside forward {100 * row['outside_forward']:.1f}%  mean steps {row['mean_steps']:.2f}")
+    if count:
+        text += f"  per call: {_counts_text(row)}"
+    tqdm.write(text)
+    sys.stdout.flush()
 
 
 def _counts_text(row) -> str:

@@ -210,30 +210,38 @@ def run(lines: int = 64, beams=(1, 5, 10), batches=(1, 16), rounds: int = 3, max
             log(f"stopping: {max_seconds:g} s passed; {name} lp {lp:g} b {beam} batch {batch} and later rows left out")
             results["truncated"] = True
             break
-        times = {v: [] for v in VARIANTS}
-        answers = {}
-        for r in range(rounds):
-            order = list(VARIANTS) if r % 2 == 0 else list(reversed(VARIANTS))
-            for variant in order:
-                seconds, scores, steps, texts = decode(m, src, variant, beam, batch, max_new_tokens, lp)
-                times[variant].append(seconds)
-                answers[variant] = (scores, steps, texts)
-        row = {"model": name, "length_penalty": lp, "beam": beam, "batch": batch}
-        for variant in VARIANTS:
-            best = min(times[variant])
-            row[f"{variant}_sent_per_s"] = lines / best
-            row[f"{variant}_steps"] = statistics.mean(answers[variant][1])
-        row["optimal_over_hf"] = row["optimal_sent_per_s"] / row["hf_sent_per_s"]
-        row["optimal_over_hf_never"] = row["optimal_sent_per_s"] / row["hf-never_sent_per_s"]
-        row["drop_over_hf"] = row["optimal-drop_sent_per_s"] / row["hf_sent_per_s"]
-        if beam > 1:
-            certified, default = answers["optimal"][0], answers["hf"][0]
-            row["hf_worse"] = sum(d < c for d, c in zip(default, certified))
-            row["same_as_hf_never"] = answers["optimal"][2] == answers["hf-never"][2]
+        row = _row(m, src, lines, name, lp, beam, batch, rounds, max_new_tokens)
         log(json.dumps(row))
         results["rows"].append(row)
     results["rows"].sort(key=lambda r: list(models_).index(r["model"]))  # by model, each in the order above
     return results
+
+
+def _row(m, src: list[str], lines: int, name: str, lp: float, beam: int, batch: int, rounds: int,
+         max_new_tokens: int) -> dict:
+    """One setting's row (``lines``: the inputs of ``src``): every variant decoded ``rounds`` times (the order
+    reversed every other round), its best speed and mean steps, the ratios, and how the answers compare."""
+    times = {v: [] for v in VARIANTS}
+    answers = {}
+    for r in range(rounds):
+        order = list(VARIANTS) if r % 2 == 0 else list(reversed(VARIANTS))
+        for variant in order:
+            seconds, scores, steps, texts = decode(m, src, variant, beam, batch, max_new_tokens, lp)
+            times[variant].append(seconds)
+            answers[variant] = (scores, steps, texts)
+    row = {"model": name, "length_penalty": lp, "beam": beam, "batch": batch}
+    for variant in VARIANTS:
+        best = min(times[variant])
+        row[f"{variant}_sent_per_s"] = lines / best
+        row[f"{variant}_steps"] = statistics.mean(answers[variant][1])
+    row["optimal_over_hf"] = row["optimal_sent_per_s"] / row["hf_sent_per_s"]
+    row["optimal_over_hf_never"] = row["optimal_sent_per_s"] / row["hf-never_sent_per_s"]
+    row["drop_over_hf"] = row["optimal-drop_sent_per_s"] / row["hf_sent_per_s"]
+    if beam > 1:
+        certified, default = answers["optimal"][0], answers["hf"][0]
+        row["hf_worse"] = sum(d < c for d, c in zip(default, certified))
+        row["same_as_hf_never"] = answers["optimal"][2] == answers["hf-never"][2]
+    return row
 
 
 def render(results: dict) -> str:

@@ -12,7 +12,8 @@ What one process would print, byte for byte, from N actors:
 * ``cluster``: starting or joining Ray, quietly: ``local`` a Ray of this run's own, on loopback, its files in a
   temporary directory, ``capacity`` the workers this machine holds, ``join`` a cluster within a bounded wait;
   ``progress``: sentences done across the workers;
-* ``sweep``: the r x b sweep's decodes (one per beam size and beam kind) spread over actors.
+* ``sweep``: the r x b sweep's decodes (one per beam size and beam kind) spread over actors;
+* ``options``: ``-ray_workers`` and its companions, their validation, and what to install when Ray is missing.
 
 Faults: actors restart (``max_restarts``) and Ray re-runs the method call that was under way
 (``max_task_retries``); a part is a pure function of its bucket and its index and its result goes only to the

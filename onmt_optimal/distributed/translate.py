@@ -113,14 +113,8 @@ def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report,
     from ray.util import ActorPool
 
     from onmt_optimal.distributed.progress import Progress
-    from onmt_optimal.distributed.worker import TranslateWorker
 
-    name = f"{NAME_PREFIX}-{uuid.uuid4().hex[:8]}"
-    remote = ray.remote(TranslateWorker)
-    actors = [remote.options(num_cpus=cpus_per_worker(opt), num_gpus=gpus, max_restarts=RESTARTS,
-                             max_task_retries=RESTARTS, name=f"{name}-{i}")
-              .remote(opt, os.getcwd(), prepare, gpus > 0, threads())
-              for i in range(workers)]
+    actors = _actors(ray, opt, prepare, workers, gpus)
     tracker = ray.remote(Progress).options(num_cpus=0).remote() if report is not None else None
     out = None
     try:
@@ -133,16 +127,8 @@ def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report,
         next_write = 0
         exhausted = False
         while True:
-            while not exhausted and len(pending) < WINDOW:
-                bucket = next(source, None)
-                if bucket is None:
-                    exhausted = True
-                    break
-                ref = ray.put(bucket.data)
-                pending[bucket.index] = [bucket, []]
-                for part in range(workers):  # (the ref travels with the value: a queued submit runs later)
-                    pool.submit(lambda actor, v: actor.translate.remote(v[0], v[1], v[0][1], workers, tracker),
-                                ((bucket.index, part), ref))
+            if not exhausted:
+                exhausted = not _fill_window(ray, pool, source, pending, workers, tracker)
             if not pending:
                 break
             while next_write in pending and len(pending[next_write][1]) == workers:
@@ -175,6 +161,33 @@ def _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report,
             ray.kill(actor)
         if tracker is not None:
             ray.kill(tracker)
+
+
+def _actors(ray, opt, prepare, workers: int, gpus) -> list:
+    """``workers`` translating actors, each named after this run and restarted on a fault."""
+    from onmt_optimal.distributed.worker import TranslateWorker
+
+    name = f"{NAME_PREFIX}-{uuid.uuid4().hex[:8]}"
+    remote = ray.remote(TranslateWorker)
+    return [remote.options(num_cpus=cpus_per_worker(opt), num_gpus=gpus, max_restarts=RESTARTS,
+                           max_task_retries=RESTARTS, name=f"{name}-{i}")
+            .remote(opt, os.getcwd(), prepare, gpus > 0, threads())
+            for i in range(workers)]
+
+
+def _fill_window(ray, pool, source, pending: dict, workers: int, tracker) -> bool:
+    """Hand out every part of the next buckets of ``source`` until ``WINDOW`` buckets are pending; False once the
+    source is exhausted."""
+    while len(pending) < WINDOW:
+        bucket = next(source, None)
+        if bucket is None:
+            return False
+        ref = ray.put(bucket.data)
+        pending[bucket.index] = [bucket, []]
+        for part in range(workers):  # (the ref travels with the value: a queued submit runs later)
+            pool.submit(lambda actor, v: actor.translate.remote(v[0], v[1], v[0][1], workers, tracker),
+                        ((bucket.index, part), ref))
+    return True
 
 
 class Sums:

@@ -139,14 +139,14 @@ def advance(c: Constants, state: Running, log_probs: torch.Tensor, t: int):
         slots = torch.arange(b, device=core.width.device)
         completed &= slots < core.width
     quiet = c.free_reads and not at_max and not bool(completed.any())
+    view = StepView(log_prob=top[:, :b], eos=eos[:, :b], src_len=state.src_len, t=t, max_length=c.T,
+                    memo=state.memo)
     if not quiet:
-        view = StepView(log_prob=top[:, :b], eos=eos[:, :b], src_len=state.src_len, t=t, max_length=c.T,
-                        memo=state.memo)
         # each candidate's tokens: the last prompt token (``Kept``'s start column), then its t tokens
         prev = state.sequences.view(N, b, -1)[:, :, c.prompt_len - 1:]
         seq = torch.cat([prev.gather(1, parent[:, :b].unsqueeze(2).expand(N, b, prev.shape[2])),
                          token[:, :b].unsqueeze(2)], dim=2)
-        step.collect(c.rules, core, completed, step.finals(c.rules.rules, view), view.log_prob, t, seq)
+        step.collect(rules=c.rules, state=core, view=view, completed=completed, seq=seq)
     if core.width is not None:  # (``collect`` narrowed it)
         live &= slots < core.width
         scores = torch.where(slots < core.width, scores, NEG_INF)
@@ -154,14 +154,16 @@ def advance(c: Constants, state: Running, log_probs: torch.Tensor, t: int):
     # the new running items' sequences: transformers' ``running_sequences`` up to this step
     rows = slot + torch.arange(N, device=slot.device).unsqueeze(1) * b  # (N, b) flat parent rows
     sequences = torch.cat([state.sequences[rows.view(-1)], token.gather(1, chosen).view(-1, 1)], dim=1)
+    # 5. stop
     bounds = None
     rules = c.rules.rules
-    if not at_max and any(stop.needs_bound for _, stop in rules):
+    if not at_max and any(rule.stopping.needs_bound for rule in rules):
         # the rules of one decode share their score (``options.search``): one bound, of the running sums
-        view = StepView(log_prob=scores, eos=torch.zeros_like(live), src_len=state.src_len, t=t,
-                        max_length=c.T, memo=state.memo)
-        bounds = [step.best_bound(rules[0][0], view, live)] * len(rules)
-    done = step.decide(c.rules, core, t, at_max, completed, bounds, best_running=scores[:, :1], max_length=c.T)
+        running_view = StepView(log_prob=scores, eos=torch.zeros_like(live), src_len=state.src_len, t=t,
+                                max_length=c.T, memo=state.memo)
+        bounds = [step.best_bound(scoring=rules[0].scoring, view=running_view, live=live)] * len(rules)
+    done = step.decide(rules=c.rules, state=core, view=view, completed=completed, bounds=bounds,
+                       best_running=scores[:, :1])
     new = Running(sequences=sequences, scores=scores, examples=state.examples, facts=state.facts, core=core,
                   memo=state.memo)
     return new, done, rows

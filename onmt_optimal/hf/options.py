@@ -96,7 +96,7 @@ class Search:
 
     @property
     def shrinks(self) -> bool:
-        return self.rules[0][1].shrinks
+        return self.rules[0].stopping.shrinks
 
 
 def _name(x) -> str:

@@ -48,7 +48,7 @@ class Results:
     def record(self, state: Running, leaving: list[bool]) -> None:
         """Copy the rows of the inputs of ``state`` that ``leaving`` marks (on the device: no read)."""
         rows = torch.tensor([n for n, left in enumerate(leaving) if left], device=state.scores.device)
-        packed = answers.pack(self.c.rules, state.core, state.facts)
+        packed = answers.pack(rules=self.c.rules, state=state.core, facts=state.facts)
         self.left.append((torch.cat([state.examples.unsqueeze(1).float(), packed], dim=1)[rows],
                           state.core.kept.log_prob is not None))
 
@@ -62,8 +62,9 @@ class Results:
             n, width = rows.shape
             part = [flat[at + i * width:at + (i + 1) * width] for i in range(n)]
             at += n * width
-            answered = answers.records(c.rules, [row[1:] for row in part], list(range(n)), None, c.T,
-                                       1 + c.T, c.targeted, separate, frozenset(c.search.eos))
+            answered = answers.records(rules=c.rules, packed=[row[1:] for row in part], batch_rows=list(range(n)),
+                                       items=None, t=c.T, T1=1 + c.T, targeted=c.targeted,
+                                       separate_log_prob=separate, eos=frozenset(c.search.eos))
             for row, per_rule in zip(part, answered):
                 out[int(row[0])] = per_rule
         return out

@@ -9,14 +9,14 @@ or, with ``early_stopping="never"`` and ``length_penalty > 0``, the most tokens 
 more finished hypotheses (its store is frozen) while the batch runs on: stopping it then is the same answer.
 
 ``TransformersRule`` is that decision on the search's bookkeeping, so its answer and the certificate's come from
-one decode (``stopping=("optimal", "default")``). It reads the core's ``StopView``: ``best_running``, ``step``,
+one decode (``stopping=("optimal", "default")``). It reads the core's ``StopView``: ``best_running``, ``t``,
 ``max_length`` and its rule's store of ``num_beams`` hypotheses (``kept_score``: ``Kept`` with ``K = num_beams``).
 """
 from __future__ import annotations
 
 import torch
 
-from onmt_optimal.search.stopping import StoppingRule, StopView
+from onmt_optimal.search.stopping import StoppingRule, StopReason, StopView
 
 
 class TransformersRule(StoppingRule):
@@ -26,7 +26,7 @@ class TransformersRule(StoppingRule):
     best the same beam would finish."""
 
     name = "default"
-    reason = "early_stopping"
+    reason = StopReason.EARLY_STOPPING
     needs_bound = False
 
     def __init__(self, early_stopping: bool | str = False, length_penalty: float = 1.0):

@@ -5,6 +5,10 @@
 * ``options``      the ``onmt_translate`` flags and their validation;
 * ``empty_lines``  empty source lines answered in place;
 * ``output``, ``checkpoint``  ``-output`` opened on first use; one line for a file that is no checkpoint;
+* ``run_files``    the files a run reads and writes, as ``(flag, path)`` pairs of its parsed options;
+* ``server``       ``onmt_server`` with the plugin's options in a model's ``"opt"``;
+* ``session``      a loaded model and its transforms, for the tools that decode many times (sweep, ratio);
+* ``stock``        stock ``onmt_translate``, for comparisons (``python -m onmt_optimal stock-translate``);
 * ``patch``        the one module that changes OpenNMT-py; ``hook`` applies it when ``onmt`` is imported
                    (installed by ``install``).
 

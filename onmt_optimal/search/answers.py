@@ -22,27 +22,26 @@ from onmt_optimal.search.stopping import StoppingRule, StopReason
 def facts(rules: list, src_len: torch.Tensor) -> tuple[torch.Tensor, list[bool]]:
     """(B, 1 + R) what is known of each example from the start, ``|x|`` (``src_len``, float) and each rule's target
     length ``l`` (NaN for a rule without one), and per rule whether it has one."""
-    targets = [score.target_length(src_len) for score, _ in rules]
+    targets = [scoring.target_length(src_len) for scoring, _ in rules]
     targeted = [target is not None for target in targets]
     nan = None if all(targeted) else src_len.new_full((src_len.shape[0],), float("nan"))
     return torch.stack([src_len] + [nan if target is None else target for target in targets], dim=1), targeted
 
 
-def pack(rules: Rules, state: State, facts: torch.Tensor) -> torch.Tensor:
+def pack(*, rules: Rules, state: State, facts: torch.Tensor) -> torch.Tensor:
     """(B, width) float32: the row of every example of the batch (module docstring), on the state's device.
     ``facts``: (B, 1 + R), ``|x|`` and each ``l`` (``facts``)."""
     kept = state.kept
     log_probs = [] if kept.log_prob is None else [kept.log_prob]
     if state.stop_step is None:  # one rule stops at this step: why depends on the live items
-        stop_columns = [state.completions.sum(dim=1, keepdim=True),  # (``State.n_completed``)
-                        step.codes(rules, state.at_max, state.live)]
+        stop_columns = [state.n_completed, step.codes(rules=rules, at_max=state.at_max, live=state.live)]
     else:  # per rule: step, code, completed
         B = state.stop_step.shape[0]
         stop_columns = [torch.stack([state.stop_step, state.stop_code, state.stop_completed], dim=2).view(B, -1)]
     return torch.cat([kept.score, *log_probs, *stop_columns, facts, kept.seq.view(kept.seq.shape[0], -1)], dim=1)
 
 
-def records(rules: Rules, packed: list[list[float]], batch_rows: list[int], items: torch.Tensor | None, t: int,
+def records(*, rules: Rules, packed: list[list[float]], batch_rows: list[int], items: torch.Tensor | None, t: int,
             T1: int, targeted: list[bool], separate_log_prob: bool, eos) -> list[list[Record]]:
     """Per row of ``packed`` (``pack``, read on the host), per rule, its ``answer``.
 
@@ -55,7 +54,7 @@ def records(rules: Rules, packed: list[list[float]], batch_rows: list[int], item
     token, or a collection of them."""
     n_rules, K = len(rules.rules), rules.K
     RK = n_rules * K
-    stops = [stop for _, stop in rules.rules]
+    stops = [rule.stopping for rule in rules.rules]
     out = []
     for row, b in zip(packed, batch_rows):
         score = row[:RK]
@@ -79,18 +78,19 @@ def records(rules: Rules, packed: list[list[float]], batch_rows: list[int], item
             if not hyps:  # every hypothesis scored -inf: the top item answers
                 hyps.append((NEG_INF, NEG_INF, [] if items is None else items[b, 0, 1:].tolist()))
             steps, why, completed = stopped[r]
-            per_rule.append(answer(hyps, n_kept, K, eos, steps, why, target[r] if targeted[r] else None,
-                                   int(src_len), completed))
+            per_rule.append(answer(hyps=hyps, n_kept=n_kept, K=K, eos=eos, steps=steps, why=why,
+                                   target=target[r] if targeted[r] else None, src_len=int(src_len),
+                                   completed=completed))
         out.append(per_rule)
     return out
 
 
-def reason(code: float, stop: StoppingRule) -> str:
+def reason(code: float, stop: StoppingRule) -> StopReason:
     """The reason of a row's stop ``code`` (``state.CODES``, ``state.OWN``) for rule ``stop``."""
     return stop.reason if code == OWN else next(why for why, c in CODES.items() if c == code)
 
 
-def answer(hyps: list[tuple], n_kept: int, K: int, eos: int, steps: int, why: StopReason, target: float | None,
+def answer(*, hyps: list[tuple], n_kept: int, K: int, eos: int, steps: int, why: StopReason, target: float | None,
            src_len: int, completed: int) -> Record:
     """One rule's ``Record`` for one example, with its ``hypotheses`` ((score, tokens), K of them, best first:
     the last one is repeated up to K; a hypothesis's token list keeps its EOS, as OpenNMT-py hands it on), how

@@ -32,7 +32,7 @@ from onmt_optimal.search.stopping import StopReason
 
 def records(rules: list, log_prob: list[float], steps: list[int], ended: list[bool], src_len: list[int],
             max_length: int, device=None) -> list[list[Record]]:
-    """Per example, per rule, the ``Record`` the core reports (``Beam.answers``), without tokens.
+    """Per example, per rule, the ``Record`` the core reports (``answers.records``), without tokens.
 
     ``log_prob``: each example's answer's log p (the toolkit's float32 score under no length or coverage
     penalty); ``steps``: its tokens, EOS included (the step it completed at); ``ended``: its last token is EOS

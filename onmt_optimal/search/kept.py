@@ -4,15 +4,15 @@ A completed hypothesis leaves the beam at once (the paper's Section 2), so whate
 be copied out of the beam at the step it completes. ``Kept`` holds those copies as tensors of shape
 ``(B, R * K, ...)`` (examples, rules times ``n_best``), sorted by score, best first; an empty place scores ``-inf``.
 
-Invariant (``merge``): after each step, rule ``r``'s places of ``score[b]`` are the first ``K`` of a stable sort, by descending
-score, of every hypothesis rule ``r`` has collected for example ``b``, in the order they completed (earlier
-steps first; within a step, the beam's rank). So among equal scores the earlier hypothesis stays first, as in
-OpenNMT-py, which appends completed hypotheses in that order and sorts them stably. ``K = 1`` merges with a
-maximum instead of a sort: the first maximum of a step is its best-ranked item, and a strict ``>`` keeps an
-equal, earlier one: the same first element as the stable sort.
+Invariant (``merge``): after each step, rule ``r``'s places of ``score[b]`` are the first ``K`` of a stable sort, by
+descending score, of every hypothesis rule ``r`` has collected for example ``b``, in the order they completed
+(earlier steps first; within a step, the beam's rank). So among equal scores the earlier hypothesis stays first, as
+in OpenNMT-py, which appends completed hypotheses in that order and sorts them stably. ``K = 1`` merges with a
+maximum instead of a sort: the first maximum of a step is its best-ranked item, and a strict ``>`` keeps an equal,
+earlier one: the same first element as the stable sort.
 
 A hypothesis whose score is ``-inf`` is never kept (it would tie the empty place). The search reports the top
-item of the beam for an example that kept nothing (``Beam.answers``).
+item of the beam for an example that kept nothing (``answers.records``).
 """
 from __future__ import annotations
 
@@ -54,13 +54,14 @@ class Kept:
             pad=pad,
         )
 
-    def merge(self, completed, score, log_prob, t: int, seq, attn=None, score_is_log_prob: bool = False) -> None:
+    def merge(self, completed, score, log_prob, seq, attn=None, score_is_log_prob: bool = False) -> None:
         """Merge the hypotheses completed at step ``t``.
 
         ``completed`` (B, R, beam) bool, or (B, beam) for one rule: which items each rule collects; ``score``
         (the same shape): their final scores under each rule; ``log_prob`` (B, beam); ``seq`` (B, beam, 1 + t)
-        the start token and the tokens; ``attn`` (B, beam, t, S); ``score_is_log_prob``: every rule's ``score``
-        is ``log_prob`` itself (not kept twice)."""
+        the start token and the ``t`` tokens; ``attn`` (B, beam, t, S); ``score_is_log_prob``: every rule's
+        ``score`` is ``log_prob`` itself (not kept twice)."""
+        t = seq.shape[2] - 1
         if attn is not None and (self.attn is None or self.attn.shape[-1] != attn.shape[-1]):
             B, RK, T1 = self.seq.shape
             self.attn = attn.new_zeros((B, RK, T1 - 1, attn.shape[-1]))

@@ -1,9 +1,9 @@
 """The one registry of rules: what each name means, and the one function that builds a decode's rules.
 
 * ``STOPPING_RULES``: ``-stopping`` values -> stopping rules;
-* ``rules(...)``: the (scoring, stopping) pairs a set of validated option values asks for, for every toolkit
-  (its own score and its own stopping rules, where it has them, given by the caller);
-* ``Decoder``: a named (scoring, stopping) pair of the paper's comparison (Section 5), and
+* ``rules(...)``: the rules (``state.Rule``: scoring, stopping) a set of validated option values asks for, for
+  every toolkit (its own score and its own stopping rules, where it has them, given by the caller);
+* ``Decoder``: a named rule of the paper's comparison (Section 5), and
   ``paper_decoders(rewards)`` the comparison itself, as the sweep and the reproduction run it.
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, ScoringRule, StockScore, WordReward
+from onmt_optimal.search.state import Rule
 from onmt_optimal.search.stopping import STOPPING_RULES, StoppingRule
 
 __all__ = ["STOPPING_RULES", "SCORES", "Decoder", "opennmt_score", "paper_decoders", "rules"]
@@ -23,8 +24,8 @@ SCORES = ("logprob", "avg", "wu", "bounded_reward", "word_reward", "bp_norm")
 def rules(stopping: str | Sequence[str], own_score: Callable[[], ScoringRule], length_reward: float = 0.0,
           length_ratio: float | None = None, bp_norm: bool = False, bound: str = "exact",
           own_stopping: Mapping[str, Callable[[], StoppingRule]] | None = None,
-          ) -> tuple[tuple[ScoringRule, StoppingRule], ...]:
-    """The rules validated option values ask for: one (scoring, stopping) pair per name in ``stopping`` (a name
+          ) -> tuple[Rule, ...]:
+    """The rules validated option values ask for: one ``Rule`` (scoring, stopping) per name in ``stopping`` (a name
     or several, sharing one beam and one score). The score is BP-norm under ``bp_norm`` (Yang et al. 2018), the
     length reward ``r = length_reward > 0`` with ``length_ratio`` (the bounded reward, Sec. 4:
     ``log p + r * min(l, |y|)``) or without (He et al.'s ``log p + r * |y|``), else the toolkit's own
@@ -39,7 +40,7 @@ def rules(stopping: str | Sequence[str], own_score: Callable[[], ScoringRule], l
         score = own_score()
     own_stopping = own_stopping or {}
     names = (stopping,) if isinstance(stopping, str) else tuple(stopping)
-    return tuple((score, own_stopping.get(name, STOPPING_RULES.get(name))()) for name in names)
+    return tuple(Rule(score, own_stopping.get(name, STOPPING_RULES.get(name))()) for name in names)
 
 
 def opennmt_score(length_penalty: str = "none", alpha: float = 1.0, coverage: bool = False,
@@ -65,8 +66,8 @@ class Decoder:
     def shrinks(self) -> bool:
         return STOPPING_RULES[self.stopping].shrinks
 
-    def rule(self, ratio: float | None, alpha: float = 1.0) -> tuple[ScoringRule, StoppingRule]:
-        """Its (scoring, stopping) pair at length ratio ``ratio``, evaluated on a shared beam (``own=False``:
+    def rule(self, ratio: float | None, alpha: float = 1.0) -> Rule:
+        """Its rule (scoring, stopping) at length ratio ``ratio``, evaluated on a shared beam (``own=False``:
         its score is computed from the items' log-probabilities, not read from the beam's own ranking)."""
         if self.score not in SCORES:
             raise ValueError(f"unknown score {self.score!r}; known: {', '.join(SCORES)}")

@@ -68,7 +68,7 @@ class StepView:
     #: one dict per batch and empties it when examples leave; a view made on its own starts empty
     memo: dict = field(default_factory=dict)
     #: divide by a Python number as CUDA does (``divide``): set where these tensors live on the host but the
-    #: decode's own scores come from a CUDA device (``search.Beam``'s ``host``)
+    #: decode's own scores come from a CUDA device (the ``host`` option: ``search.transfer``)
     like_cuda: bool = False
 
     @cached_property

@@ -18,31 +18,40 @@ encoding (0: the rule still runs; ``answers.reason`` reads it back).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
 from onmt_optimal.search import constants
 from onmt_optimal.search.kept import Kept
-from onmt_optimal.search.stopping import StopReason
+from onmt_optimal.search.scoring import ScoringRule
+from onmt_optimal.search.stopping import StoppingRule, StopReason
 
-__all__ = ["CODES", "OWN", "Rules", "State"]
+__all__ = ["CODES", "OWN", "Rule", "Rules", "State"]
 
 #: the codes of the reasons the search itself gives (``OWN``: the stopping rule's own ``reason``)
 CODES = {StopReason.MAX_LENGTH: 1.0, StopReason.ALL_FINISHED: 2.0, StopReason.PREDICTED_BOUND: 3.0}
 OWN = 4.0
 
 
+class Rule(NamedTuple):
+    """One rule of a decode: what a completed hypothesis scores and when the search may stop with an example."""
+
+    scoring: ScoringRule
+    stopping: StoppingRule
+
+
 @dataclass(frozen=True)
 class Rules:
-    """The rules ``[(scoring, stopping), ...]`` sharing a batch's beam (the first answers to the toolkit) and
-    their constants, made once per batch (``Rules.of``)."""
+    """The rules sharing a batch's beam (the first answers to the toolkit) and their constants, made once per
+    batch (``Rules.of``)."""
 
-    rules: list
+    rules: list[Rule]
     n_best: int  # answers per rule
     K: int  # kept places per rule (``n_best`` at least)
     records: bool  # the state keeps the per-rule stop record (module docstring)
-    #: (1, beam) or (1, R, beam) which items each rule collects (``StoppingRule.top_only``: the top one), laid out
-    #: as ``stack`` lays the rules out; None: every rule collects all
+    #: (1, beam) or, with several rules, (1, R, beam): which items each rule collects (``StoppingRule.top_only``:
+    #: the top one); None: every rule collects all
     collectable: torch.Tensor | None
     rule_codes: torch.Tensor  # (1, R) each rule's code when it stops with items still live
     all_finished: torch.Tensor  # 0-d: the code of a stop with no live item left
@@ -52,33 +61,23 @@ class Rules:
     @classmethod
     def of(cls, rules: list, n_best: int, first: torch.Tensor, device, K: int | None = None,
            records: bool | None = None) -> "Rules":
-        """``first``: the (1, beam) mask of each beam's first item; ``K``: kept places per rule (default
-        ``n_best``); ``records``: keep the stop record (default: with several rules)."""
+        """``rules``: ``Rule``s or ``(scoring, stopping)`` pairs; ``first``: the (1, beam) mask of each beam's first
+        item; ``K``: kept places per rule (default ``n_best``); ``records``: keep the stop record (default: with
+        several rules)."""
+        rules = [Rule(*rule) for rule in rules]
         several = len(rules) > 1
-        stack = (lambda xs: torch.stack(xs, dim=1)) if several else (lambda xs: xs[0])
         collectable = None
-        if any(stop.top_only for _, stop in rules):
-            collectable = stack([first if stop.top_only else first.new_ones(first.shape) for _, stop in rules])
+        if any(rule.stopping.top_only for rule in rules):
+            per_rule = [first if rule.stopping.top_only else first.new_ones(first.shape) for rule in rules]
+            collectable = torch.stack(per_rule, dim=1) if several else per_rule[0]
         rule_codes = constants.row(tuple(
-            CODES[StopReason.PREDICTED_BOUND] if stop.certified and not score.bound_is_proof else OWN
-            for score, stop in rules), device)
+            CODES[StopReason.PREDICTED_BOUND] if stopping.certified and not scoring.bound_is_proof else OWN
+            for scoring, stopping in rules), device)
         all_finished = constants.once(("stop code", StopReason.ALL_FINISHED, device), lambda: torch.tensor(
             CODES[StopReason.ALL_FINISHED], device=device))
         one = constants.once(("one", device), lambda: torch.ones((), device=device))
-        return cls(list(rules), n_best, n_best if K is None else K, several if records is None else records,
+        return cls(rules, n_best, n_best if K is None else K, several if records is None else records,
                    collectable, rule_codes, all_finished, one, several)
-
-    @property
-    def shrinks(self) -> bool:
-        return self.rules[0][1].shrinks
-
-    def stack(self, per_rule: list[torch.Tensor]) -> torch.Tensor:
-        """The rules' ``(B, ...)`` tensors as one ``(B, R, ...)``; one rule's as it is."""
-        return torch.stack(per_rule, dim=1) if self.several else per_rule[0]
-
-    def kept_score(self, score: torch.Tensor, r: int) -> torch.Tensor:
-        """(B, K) rule ``r``'s places of ``Kept.score`` (B, R * K): one rule's are all of them."""
-        return score[:, r * self.K:(r + 1) * self.K] if self.several else score
 
 
 @dataclass

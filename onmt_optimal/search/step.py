@@ -1,25 +1,28 @@
 """The step: what every toolkit calls once it has chosen its beam, a pure function of the batch's state.
 
-The toolkit (OpenNMT-py and eole through ``adapter.beam_search``, transformers through ``hf.beam``) runs its own
-step up to the choice of the beam and says which of the chosen items are completed hypotheses. Then, in this
-order (``step`` runs 1 to 4; transformers' beam, whose running items are chosen between 2 and 3, calls them one
-by one):
+The toolkit (OpenNMT-py and eole through ``adapter.beam_search``, transformers through ``hf.beam``, vLLM through
+``vllm.prompts``) runs its own step up to the choice of the beam, ``B_t = top_b{...}`` (the paper's Section 2),
+and says which of the chosen items are completed hypotheses. Then, in the paper's order (``step`` runs 1 to 3;
+transformers' beam, whose running items are chosen between 1 and 2, calls them one by one):
 
-1. ``finals``: each rule's final score of every item (``ScoringRule.final``: Eq. 1, Eq. 4, ...);
-2. ``collect``: the completed items into each collecting rule's kept hypotheses (``Kept.merge``), the
+1. ``collect``: the completed items, scored by each rule (``finals``: ``ScoringRule.final``, Eq. 1, Eq. 4, ...),
+   into each collecting rule's kept hypotheses (``Kept.merge``: the best completed so far, ``y*_<=t``), the
    completion counts, the shrinking width;
-3. ``best_bound``: per rule that needs it, the best bound of a live item (``ScoringRule.bound``);
-4. ``decide``: which examples each rule is done with (``StoppingRule.done``: the certificate of Eq. 2 and
-   Eq. 5, the toolkit's rule, the shrinking beam, the exhaustive run), the stop record, and the ``(B, 1)``
-   column of the examples every rule is done with;
-5. the leaving examples' answers: ``answers.pack`` (one row each, on the device) and ``answers.records``
+2. ``bounds``: per rule that needs it, the best bound of a live item (``best_bound``: ``ScoringRule.bound``,
+   the most a live item ``B_t,1`` can still grow to);
+3. ``decide``: which examples each rule is done with (``StoppingRule.done``: the certificate ``B_t,1 <= y*_<=t``
+   of Eq. 2 and Eq. 5, the toolkit's rule, the shrinking beam, the exhaustive run), the stop record, and the
+   ``(B, 1)`` column of the examples every rule is done with;
+4. the leaving examples' answers: ``answers.pack`` (one row each, on the device) and ``answers.records``
    (per rule ``Record``s, from one host read).
 
-Shapes: ``B`` examples, ``beam`` items each (the first dimensions of every per-item tensor), ``R`` rules,
-``K`` kept places per rule (``state.Rules``). The functions hold no state of their own: what they read and
-write is the batch's ``state.State``, which ``collect`` and ``decide`` update in place (its tensors are the
-batch's own; ``Kept.merge`` writes some with ``out=``, which saves an allocation a step). They read nothing
-of an accelerator on the host: the one read a step is the caller's, of ``decide``'s column.
+The step's index ``t`` and its last one ``T`` are the ``StepView``'s (``view.t``, ``view.max_length``): every
+function here reads them there. Shapes: ``B`` examples, ``beam`` items each (the first dimensions of every
+per-item tensor), ``R`` rules, ``K`` kept places per rule (``state.Rules``). The functions take keyword
+arguments only and hold no state of their own: what they read and write is the batch's ``state.State``, which
+``collect`` and ``decide`` update in place (its tensors are the batch's own; ``Kept.merge`` writes some with
+``out=``, which saves an allocation a step). They read nothing of an accelerator on the host: the one read a
+step is the caller's, of ``decide``'s column.
 """
 from __future__ import annotations
 
@@ -30,73 +33,83 @@ from onmt_optimal.search.scoring import ScoringRule, StepView
 from onmt_optimal.search.state import CODES, Rules, State
 from onmt_optimal.search.stopping import StopReason, StopView
 
-__all__ = ["best_bound", "codes", "collect", "decide", "finals", "step"]
+__all__ = ["best_bound", "bounds", "codes", "collect", "decide", "finals", "step"]
 
 
-def step(rules: Rules, state: State, view: StepView, completed: torch.Tensor, quiet: bool, seq: torch.Tensor,
+def step(*, rules: Rules, state: State, view: StepView, completed: torch.Tensor, quiet: bool, seq: torch.Tensor,
          attn: torch.Tensor | None = None) -> torch.Tensor:
     """Step ``view.t``: ``collect`` what completed (unless the step is ``quiet``: nothing completed), each
-    rule's ``best_bound`` of the items ``state.live`` marks (none at ``T``), and ``decide``; returns ``decide``'s
+    rule's best bound of the items ``state.live`` marks (none at ``T``), and ``decide``; returns ``decide``'s
     ``(B, 1)`` column. ``completed``, ``seq`` and ``attn`` as in ``collect``; ``state.live`` is the items still
     live after the step."""
-    t, T = view.t, view.max_length
-    at_max = t >= T
+    at_max = view.t >= view.max_length
     if not quiet:
-        collect(rules, state, completed, finals(rules.rules, view), view.log_prob, t, seq, attn)
-    bounds = None if at_max else [best_bound(score, view, state.live) if stop.needs_bound else None
-                                  for score, stop in rules.rules]
-    return decide(rules, state, t, at_max, completed, bounds, max_length=T)
+        collect(rules=rules, state=state, view=view, completed=completed, seq=seq, attn=attn)
+    return decide(rules=rules, state=state, view=view, completed=completed,
+                  bounds=None if at_max else bounds(rules=rules, view=view, live=state.live))
 
 
-def finals(rules: list, view: StepView) -> list[torch.Tensor]:
-    """Per rule ``(scoring, stopping)``, the ``(B, beam)`` final score of each item of ``view`` if it ends now;
+# ------------------------------------------------------------------ 1. collect: the best completed so far
+def finals(*, rules: Rules, view: StepView) -> list[torch.Tensor]:
+    """Per rule, the ``(B, beam)`` final score of each item of ``view`` if it ends now (``ScoringRule.final``);
     rules that share one scoring object share its tensor (computed once)."""
-    if len(rules) == 1:
-        return [rules[0][0].final(view)]
+    if not rules.several:
+        return [rules.rules[0].scoring.final(view)]
     made: dict = {}
     out = []
-    for score, _ in rules:
-        final = made.get(id(score))
+    for rule in rules.rules:
+        final = made.get(id(rule.scoring))
         if final is None:
-            final = made[id(score)] = score.final(view)
+            final = made[id(rule.scoring)] = rule.scoring.final(view)
         out.append(final)
     return out
 
 
-def collect(rules: Rules, state: State, completed: torch.Tensor, final: list[torch.Tensor],
-            log_prob: torch.Tensor, t: int, seq: torch.Tensor, attn: torch.Tensor | None = None) -> None:
-    """Step ``t``'s completed hypotheses into ``state``: each rule that still collects keeps its ``K`` best
-    (``Kept.merge``), each completed item counts in its slot, and a shrinking beam loses one slot per item.
+def collect(*, rules: Rules, state: State, view: StepView, completed: torch.Tensor, seq: torch.Tensor,
+            attn: torch.Tensor | None = None) -> None:
+    """The step's completed hypotheses into ``state``: each rule that still collects keeps its ``K`` best
+    (``Kept.merge``) under its ``finals``, each completed item counts in its slot, and a shrinking beam loses one
+    slot per item.
 
-    ``completed`` (B, beam) bool: the items that are completed hypotheses; ``final``: per rule, their (B, beam)
-    scores (``finals``); ``log_prob`` (B, beam): their log p; ``seq`` (B, beam, 1 + t): the start token and the
-    tokens; ``attn`` (B, beam, t, S) or None. A rule that stopped collects nothing more (with the stop record and
-    several rules); ``StoppingRule.top_only`` rules collect the beam's top item only."""
+    ``completed`` (B, beam) bool: the items of ``view`` that are completed hypotheses; ``seq`` (B, beam, 1 + n):
+    the start token and their ``n`` tokens (``view.t`` of them, or fewer where a caller keeps something else:
+    vLLM keeps each hypothesis's place in its own list); ``attn`` (B, beam, n, S) or None. A rule that stopped
+    collects nothing more (with the stop record and several rules); ``StoppingRule.top_only`` rules collect the
+    beam's top item only."""
     if rules.several:
         collected = completed.unsqueeze(1) & (state.stop_step == 0).unsqueeze(2)
     else:
         collected = completed
     if rules.collectable is not None:
         collected = collected & rules.collectable
-    stacked = torch.stack(final, dim=1) if rules.several else final[0]  # (``Rules.stack``)
-    state.kept.merge(collected, stacked, log_prob, t, seq, attn,
-                     all(x is log_prob for x in final))
+    final = finals(rules=rules, view=view)
+    state.kept.merge(collected, torch.stack(final, dim=1) if rules.several else final[0], view.log_prob, seq, attn,
+                     score_is_log_prob=all(x is view.log_prob for x in final))
     # (a 0-d one: a Python number or the bool mask itself would be converted first, three operations more)
     torch.where(completed, state.completions + rules.one, state.completions, out=state.completions)
     if state.width is not None:
         state.width.sub_(completed.sum(dim=1, keepdim=True))
 
 
-def best_bound(score: ScoringRule, view: StepView, live: torch.Tensor) -> torch.Tensor:
+# ------------------------------------------------------------------ 2. bounds: the most a live item can grow to
+def best_bound(*, scoring: ScoringRule, view: StepView, live: torch.Tensor) -> torch.Tensor:
     """(B, 1) the best bound (``ScoringRule.bound``) of an item of ``view`` that ``live`` (B, beam) marks; ``-inf``
     where none is live (a max with keepdim: one operation)."""
     floor = view.memo.get("-inf")  # (kept with the batch's constants: one look-up, not a call)
     if floor is None:
         floor = view.memo["-inf"] = neg_inf(view.log_prob)
-    return torch.where(live, score.bound(view), floor).max(dim=1, keepdim=True).values
+    return torch.where(live, scoring.bound(view), floor).max(dim=1, keepdim=True).values
 
 
-def codes(rules: Rules, at_max: bool, live: torch.Tensor) -> torch.Tensor:
+def bounds(*, rules: Rules, view: StepView, live: torch.Tensor) -> list:
+    """Per rule, its ``best_bound`` of the items of ``view`` that ``live`` marks, or None where its stopping rule
+    reads none (``StoppingRule.needs_bound``)."""
+    return [best_bound(scoring=rule.scoring, view=view, live=live) if rule.stopping.needs_bound else None
+            for rule in rules.rules]
+
+
+# ------------------------------------------------------------------ 3. decide: the certificate and the other rules
+def codes(*, rules: Rules, at_max: bool, live: torch.Tensor) -> torch.Tensor:
     """(B, R) or (B, 1): the code of each rule that stops after this step, if it does: ``MAX_LENGTH`` at ``T``,
     else ``ALL_FINISHED`` where no item of ``live`` (B, beam) is left, else the rule's own."""
     if at_max:
@@ -104,43 +117,40 @@ def codes(rules: Rules, at_max: bool, live: torch.Tensor) -> torch.Tensor:
     return torch.where(live.any(dim=1, keepdim=True), rules.rule_codes, rules.all_finished)
 
 
-def decide(rules: Rules, state: State, t: int, at_max: bool, completed: torch.Tensor,
-           bounds: list | None = None, best_running: torch.Tensor | None = None,
-           max_length: int = 0) -> torch.Tensor:
-    """After ``collect``: the ``(B, 1)`` bool column of the examples every rule is done with after step ``t``
-    (all of them at ``T``, ``at_max``), where ``state`` lives; records each rule's stop in ``state``.
+def decide(*, rules: Rules, state: State, view: StepView, completed: torch.Tensor, bounds: list | None = None,
+           best_running: torch.Tensor | None = None, at_max: bool | None = None) -> torch.Tensor:
+    """After ``collect``: the ``(B, 1)`` bool column of the examples every rule is done with after step ``view.t``
+    (all of them at the last step), where ``state`` lives; records each rule's stop in ``state``.
 
     ``completed`` (B, beam): this step's completed items; ``bounds``: per rule, its ``best_bound`` (B, 1), or
-    None where the rule does not read one (``StoppingRule.needs_bound``; the whole list None at ``T``, where no
-    rule is asked); ``best_running`` (B, 1): the toolkit's best running sum, for a rule that reads it;
-    ``max_length``: ``T``. ``state.live`` is the items still live after the step."""
-    state.t, state.at_max = t, at_max
+    None where the rule does not read one (``bounds``; the whole list None at the last step, where no rule is
+    asked); ``best_running`` (B, 1): the toolkit's best running sum, for a rule that reads it; ``at_max``: this
+    is the last step (default: ``view.t >= view.max_length``; a caller may end its search earlier, as vLLM does
+    an aborted request). ``state.live`` is the items still live after the step."""
+    if at_max is None:
+        at_max = view.t >= view.max_length
+    state.t, state.at_max = view.t, at_max
+
+    def done(r: int) -> torch.Tensor:  # (B, 1): rule ``r`` is done with the example (its K places of the kept)
+        kept_score = state.kept.score[:, r * rules.K:(r + 1) * rules.K] if rules.several else state.kept.score
+        return rules.rules[r].stopping.done(StopView(
+            step=view, completed=completed, completions=state.completions, kept_score=kept_score,
+            best_bound=None if bounds is None else bounds[r], width=state.width, n_best=rules.n_best,
+            best_running=best_running))
+
     if state.stop_step is None:  # one rule, recorded by the example's last step
         if at_max:
             return torch.ones((completed.shape[0], 1), dtype=torch.bool, device=completed.device)
-        return _done(rules, state, 0, completed, bounds, best_running, t, max_length)
+        return done(0)
     B, R = state.stop_step.shape
-    n_completed = state.completions.sum(dim=1, keepdim=True)  # (``State.n_completed``)
+    n_completed = state.n_completed
     if at_max:
         newly = state.stop_step == 0
     else:
-        newly = torch.cat([_done(rules, state, r, completed, bounds, best_running, t, max_length)
-                           for r in range(R)], dim=1)
+        newly = torch.cat([done(r) for r in range(R)], dim=1)
         newly &= state.stop_step == 0
-    stop = codes(rules, at_max, state.live).expand(B, R)
-    state.stop_step = torch.where(newly, t, state.stop_step)
+    stop = codes(rules=rules, at_max=at_max, live=state.live).expand(B, R)
+    state.stop_step = torch.where(newly, view.t, state.stop_step)
     state.stop_code = torch.where(newly, stop, state.stop_code)
     state.stop_completed = torch.where(newly, n_completed, state.stop_completed)
     return (state.stop_step > 0).all(dim=1, keepdim=True)
-
-
-def _done(rules: Rules, state: State, r: int, completed, bounds, best_running, t: int,
-          max_length: int) -> torch.Tensor:
-    """(B, 1): rule ``r`` is done with the example."""
-    kept_score = state.kept.score
-    if rules.several:  # rule r's places (``Rules.kept_score``)
-        kept_score = kept_score[:, r * rules.K:(r + 1) * rules.K]
-    return rules.rules[r][1].done(StopView(
-        completed=completed, completions=state.completions, kept_score=kept_score,
-        best_bound=None if bounds is None else bounds[r], width=state.width, n_best=rules.n_best,
-        best_running=best_running, t=t, max_length=max_length))

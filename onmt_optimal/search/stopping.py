@@ -13,6 +13,8 @@ from functools import cached_property
 
 import torch
 
+from onmt_optimal.search.scoring import StepView
+
 
 class StopReason(str, Enum):
     """Why the search stopped with an example, as the statistics name it. A ``str``: it equals, prints and
@@ -24,6 +26,7 @@ class StopReason(str, Enum):
     ALL_FINISHED = "all_finished"  # no live item was left
     MAX_LENGTH = "max_length"  # the last step, ``T``, ended every live item
     EMPTY_SOURCE = "empty_source"  # an empty line, answered by the adapters without a search
+    EARLY_STOPPING = "early_stopping"  # transformers' own rule (``early_stopping``) held
 
     __str__ = str.__str__
     __format__ = str.__format__
@@ -34,19 +37,29 @@ class StopView:
     """Per-example facts after the completed hypotheses of this step have been collected, as ``(B, 1)`` columns
     (they meet the ``(B, beam)`` tensors without a view); a rule returns a ``(B, 1)`` bool column.
 
-    ``top_finished``, ``n_completed`` and ``kth_score`` are made on first use (a rule reads one or two)."""
+    ``step`` is the step's own view (its items, ``t`` and ``T``); ``top_finished``, ``n_completed`` and
+    ``kth_score`` are made on first use (a rule reads one or two)."""
 
+    step: StepView  # the step: its index ``t``, the last one ``T``, its items
     completed: torch.Tensor  # (B, beam) bool: items of this step's beam that are completed hypotheses
-    completions: torch.Tensor  # (B, beam) long: completed hypotheses collected so far, per beam slot
+    completions: torch.Tensor  # (B, beam) float: completed hypotheses collected so far, per beam slot
     #: (B, K) float: the rule's best completed scores so far, sorted (-inf: none yet); ``K >= n_best`` places (more
     #: where the rule compares with a larger store: transformers' ``TransformersRule``)
     kept_score: torch.Tensor
     best_bound: torch.Tensor | None  # float: max bound over live items (-inf if none); None unless needs_bound
     width: torch.Tensor | None  # long: the example's beam size now (a shrinking beam only)
     n_best: int
-    best_running: torch.Tensor | None = None  # float: the toolkit's best running sum (transformers' rule)
-    t: int = 0  # the decoding step's index: tokens generated so far
-    max_length: int = 0  # T: the most tokens an example may generate
+    best_running: torch.Tensor | None  # float: the toolkit's best running sum (transformers' rule), else None
+
+    @property
+    def t(self) -> int:
+        """The decoding step's index: tokens generated so far (``StepView.t``)."""
+        return self.step.t
+
+    @property
+    def max_length(self) -> int:
+        """``T``: the most tokens an example may generate (``StepView.max_length``)."""
+        return self.step.max_length
 
     @property
     def top_finished(self) -> torch.Tensor:
@@ -55,7 +68,7 @@ class StopView:
 
     @cached_property
     def n_completed(self) -> torch.Tensor:
-        """long: completed hypotheses collected so far."""
+        """float: completed hypotheses collected so far (``State.n_completed``)."""
         return self.completions.sum(dim=1, keepdim=True)
 
     @property
@@ -71,9 +84,8 @@ class StoppingRule:
 
     name = "abstract"
     #: reason reported in the statistics when this rule ends an example while items are still live (with none
-    #: left, the search reports ``ALL_FINISHED``; with a heuristic bound, ``PREDICTED_BOUND``): a ``StopReason``
-    #: for the rules here
-    reason: str
+    #: left, the search reports ``ALL_FINISHED``; with a heuristic bound, ``PREDICTED_BOUND``)
+    reason: StopReason
     #: does the answer carry a proof of optimality (modulo beam size)?
     certified = False
     #: does each completed hypothesis take its slot out of the beam for good?

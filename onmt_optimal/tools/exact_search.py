@@ -194,48 +194,61 @@ def exact_search(scorer: Scorer, rule: ScoringRule, *, src_len: float, max_lengt
         raise ValueError(f"exact search needs an admissible bound; {rule.describe()} has a heuristic one")
     if max_length < 1:
         raise ValueError("max_length must be >= 1")
-    started = time.monotonic()
-    deadline = None if max_seconds is None else started + max_seconds
-
-    best_score = -math.inf
-    best = None  # (tokens, ended_with_eos, log_prob, |y|)
-    seed_score = seed_log_prob = None
+    search = _BranchAndBound(scorer, rule, src_len=src_len, T=max_length, eos=eos, max_nodes=max_nodes,
+                             max_seconds=max_seconds)
     if seed is not None:
-        seed_score, seed_log_prob, length, ended = rescore(scorer, rule, seed, src_len=src_len,
-                                                           max_length=max_length, eos=eos)
+        search.seed(seed)
+    search.run()
+    return search.result()
+
+
+class _BranchAndBound:
+    """``exact_search``'s depth-first branch and bound: the incumbent ``best`` (``(tokens, ended_with_eos,
+    log_prob, |y|)`` scoring ``best_score``), the stack of expanded prefixes, and the budgets."""
+
+    def __init__(self, scorer: Scorer, rule: ScoringRule, *, src_len: float, T: int, eos: int,
+                 max_nodes: int | None, max_seconds: float | None):
+        self.scorer, self.rule, self.src_len, self.T, self.eos = scorer, rule, src_len, T, eos
+        self.max_nodes = max_nodes
+        self.started = time.monotonic()
+        self.deadline = None if max_seconds is None else self.started + max_seconds
+        self.best_score = -math.inf
+        self.best = None
+        self.seed_score = self.seed_log_prob = None
+        self.views = None
+        self.nodes = self.max_depth = 0
+        self.stop_reason = STOP_OPTIMAL
+
+    def seed(self, seed: Sequence[int]) -> None:
+        """The first incumbent: ``seed`` rescored."""
+        self.seed_score, self.seed_log_prob, length, ended = rescore(
+            self.scorer, self.rule, seed, src_len=self.src_len, max_length=self.T, eos=self.eos)
         body = [int(tok) for tok in seed][: length]
-        best_score, best = seed_score, (body, ended, seed_log_prob, length)
+        self.best_score, self.best = self.seed_score, (body, ended, self.seed_log_prob, length)
 
-    T = max_length
-    views = None
-    nodes = 0
-    max_depth = 0
-    stop_reason = STOP_OPTIMAL
-    stack: list[_Frame] = []
-
-    def expand(state, prefix: tuple, cum_prev: float) -> _Frame | None:
+    def expand(self, state, prefix: tuple, cum_prev: float) -> _Frame | None:
         """Score the completions among the children of ``prefix`` and return its live children, best first."""
-        nonlocal views, best_score, best
-        log_probs = scorer.log_probs(state).to(torch.float32).view(-1)
-        if views is None:
-            views = _Views(log_probs.numel(), eos, src_len, T)
+        rule, eos, T = self.rule, self.eos, self.T
+        log_probs = self.scorer.log_probs(state).to(torch.float32).view(-1)
+        if self.views is None:
+            self.views = _Views(log_probs.numel(), eos, self.src_len, T)
         t = len(prefix) + 1  # the step of the children
         cum = torch.tensor(cum_prev, dtype=torch.float32) + log_probs  # float32, as the beam adds
-        view = views.view(cum, t)
+        view = self.views.view(cum, t)
         final = rule.final(view).view(-1)
         if t == T:  # every child is complete: EOS ones with |y| = T - 1, the others cut at T
             tok = int(torch.argmax(final))
         else:
             tok = eos
         score = float(final[tok])
-        if score > best_score:
+        if score > self.best_score:
             ended = tok == eos
             body = list(prefix) if ended else list(prefix) + [tok]
-            best_score, best = score, (body, ended, float(cum[tok]), len(body))
+            self.best_score, self.best = score, (body, ended, float(cum[tok]), len(body))
         if t == T:
             return None
         bound = rule.bound(view).view(-1)
-        keep = (bound > best_score) & ~views.is_eos.view(-1)
+        keep = (bound > self.best_score) & ~self.views.is_eos.view(-1)
         if not bool(keep.any()):
             return None
         ids = keep.nonzero().view(-1)
@@ -243,48 +256,53 @@ def exact_search(scorer: Scorer, rule: ScoringRule, *, src_len: float, max_lengt
         ids = ids[order]
         return _Frame(state, prefix, ids.tolist(), cum[ids].tolist(), bound[ids].tolist())
 
-    def budget_left() -> bool:
-        nonlocal stop_reason
-        if max_nodes is not None and nodes >= max_nodes:
-            stop_reason = STOP_NODE_BUDGET
+    def budget_left(self) -> bool:
+        if self.max_nodes is not None and self.nodes >= self.max_nodes:
+            self.stop_reason = STOP_NODE_BUDGET
             return False
-        if deadline is not None and time.monotonic() >= deadline:
-            stop_reason = STOP_TIME_BUDGET
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.stop_reason = STOP_TIME_BUDGET
             return False
         return True
 
-    if budget_left():
-        nodes += 1
-        frame = expand(scorer.initial(), (), 0.0)
-        if frame is not None:
-            stack.append(frame)
-    while stack:
-        frame = stack[-1]
-        if frame.next >= len(frame.tokens):
-            stack.pop()
-            continue
-        i = frame.next
-        frame.next += 1
-        if not frame.bound[i] > best_score:  # the incumbent rose since the node was expanded
-            continue
-        if not budget_left():
-            break
-        tok = frame.tokens[i]
-        nodes += 1
-        child = expand(scorer.extend(frame.state, tok), frame.prefix + (tok,), frame.cum[i])
-        max_depth = max(max_depth, len(frame.prefix) + 1)
-        if child is not None:
-            stack.append(child)
+    def run(self) -> None:
+        """Depth first from the empty prefix, children best first, until the stack empties or a budget ends."""
+        stack: list[_Frame] = []
+        if self.budget_left():
+            self.nodes += 1
+            frame = self.expand(self.scorer.initial(), (), 0.0)
+            if frame is not None:
+                stack.append(frame)
+        while stack:
+            frame = stack[-1]
+            if frame.next >= len(frame.tokens):
+                stack.pop()
+                continue
+            i = frame.next
+            frame.next += 1
+            if not frame.bound[i] > self.best_score:  # the incumbent rose since the node was expanded
+                continue
+            if not self.budget_left():
+                break
+            tok = frame.tokens[i]
+            self.nodes += 1
+            child = self.expand(self.scorer.extend(frame.state, tok), frame.prefix + (tok,), frame.cum[i])
+            self.max_depth = max(self.max_depth, len(frame.prefix) + 1)
+            if child is not None:
+                stack.append(child)
 
-    seconds = time.monotonic() - started
-    if best is None:
-        return ExactResult(tokens=None, ended_with_eos=False, score=-math.inf, log_prob=-math.inf, length=0,
-                           nodes=nodes, stop_reason=stop_reason, seconds=seconds, max_depth=max_depth)
-    body, ended, log_prob, length = best
-    return ExactResult(tokens=body, ended_with_eos=ended, score=best_score, log_prob=log_prob, length=length,
-                       nodes=nodes, stop_reason=stop_reason, seconds=seconds, seed_score=seed_score,
-                       seed_log_prob=seed_log_prob,
-                       improved=seed_score is not None and best_score > seed_score, max_depth=max_depth)
+    def result(self) -> ExactResult:
+        seconds = time.monotonic() - self.started
+        if self.best is None:
+            return ExactResult(tokens=None, ended_with_eos=False, score=-math.inf, log_prob=-math.inf, length=0,
+                               nodes=self.nodes, stop_reason=self.stop_reason, seconds=seconds,
+                               max_depth=self.max_depth)
+        body, ended, log_prob, length = self.best
+        return ExactResult(tokens=body, ended_with_eos=ended, score=self.best_score, log_prob=log_prob,
+                           length=length, nodes=self.nodes, stop_reason=self.stop_reason, seconds=seconds,
+                           seed_score=self.seed_score, seed_log_prob=self.seed_log_prob,
+                           improved=self.seed_score is not None and self.best_score > self.seed_score,
+                           max_depth=self.max_depth)
 
 
 # ---------------------------------------------------------------------------------------------- OpenNMT-py

@@ -11,18 +11,18 @@ chosen (``search.step``):
    ``cum_logprob`` (vLLM's float64 sums), whether they end in the end token (so ``|y| = t - 1``, ``StepView``)
    and vLLM's own score of each (its ``sort_beams_key``: ``StepView.stock_score``, which vLLM's rule answers
    with, ``scoring.VLLMLengthPenalty``);
-2. ``step.finals``: their scores under the rule; ``step.collect``: each prompt's ``beam_width`` best into the
+2. ``step.collect``: their scores under the rule (``step.finals``), each prompt's ``beam_width`` best into the
    core's kept list (``search.kept.Kept``: a stable sort, the earlier hypothesis first among equals, as vLLM's
    final ``sorted(..., reverse=True)`` keeps them);
-3. ``step.best_bound`` of the live beams' sums and ``step.decide``: which prompts the stopping rule is done with
+3. ``step.bounds`` of the live beams' sums and ``step.decide``: which prompts the stopping rule is done with
    (the certificate of Eq. 2 and Eq. 5 under ``"optimal"``; no live beam left under ``"exhaustive"``);
 4. a prompt that is done leaves the core's state (``State.select``) and the loop's batch, with its answer.
 
 A kept hypothesis is a Python object that stays in vLLM's list: the kept list holds, as the "sequence" of each
-place, the hypothesis's position in its prompt's ``completed`` list alone (a start column and no tokens, so
-``collect`` is called with ``t = 0``). ``answer`` reads the kept positions back: the ``beam_width`` best completed
-hypotheses under the rule, best first, which is the list vLLM itself answers at ``max_tokens`` (the certificate's
-proof: ``scoring`` and ``search.stopping``), and the prompt's ``Record`` (``answers.answer``).
+place, the hypothesis's position in its prompt's ``completed`` list alone (a start column and no tokens, which
+``collect`` reads as a hypothesis of no tokens). ``answer`` reads the kept positions back: the ``beam_width`` best
+completed hypotheses under the rule, best first, which is the list vLLM itself answers at ``max_tokens`` (the
+certificate's proof: ``scoring`` and ``search.stopping``), and the prompt's ``Record`` (``answers.answer``).
 """
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ class Prompts:
         src_len = self.facts[:, 0]
         view = StepView(log_prob=log_prob, eos=ends, src_len=src_len, t=t, max_length=self.T, stock_score=stock,
                         memo=self.memo)
-        step.collect(self.rules, self.state, completed, step.finals(self.rules.rules, view), log_prob, 0, place)
+        step.collect(rules=self.rules, state=self.state, view=view, completed=completed, seq=place)
         live = torch.zeros((B, W), dtype=torch.bool)
         sums = torch.full((B, W), NEG_INF, dtype=torch.float64)
         if not at_max:
@@ -141,18 +141,19 @@ class Prompts:
         self.state.live = live
         bounds = None
         if not at_max:
-            score, stop = self.rules.rules[0]
-            bounds = [step.best_bound(score, StepView(log_prob=sums, eos=torch.zeros_like(live), src_len=src_len,
-                                                      t=t, max_length=self.T, memo=self.memo), live)
-                      if stop.needs_bound else None]
-        done = step.decide(self.rules, self.state, t, at_max, completed, bounds, max_length=self.T).view(-1)
+            bounds = step.bounds(rules=self.rules, view=StepView(log_prob=sums, eos=torch.zeros_like(live),
+                                                                 src_len=src_len, t=t, max_length=self.T,
+                                                                 memo=self.memo), live=live)
+        done = step.decide(rules=self.rules, state=self.state, view=view, completed=completed, bounds=bounds,
+                           at_max=at_max).view(-1)
         if not bool(done.any()):
             return []
-        why = step.codes(self.rules, at_max, live).view(-1).tolist()
+        why = step.codes(rules=self.rules, at_max=at_max, live=live).view(-1).tolist()
         n_completed = self.state.n_completed.view(-1).tolist()
         leaving = done.nonzero().view(-1).tolist()
         for n in leaving:
-            running[n].answer = self._answer(n, t, answers.reason(why[n], self.rules.rules[0][1]), int(n_completed[n]))
+            why_n = answers.reason(why[n], self.rules.rules[0].stopping)
+            running[n].answer = self._answer(n, t, why_n, int(n_completed[n]))
         stay = (~done).nonzero().view(-1)
         self.state = self.state.select(stay)
         self.facts = self.facts[stay]
@@ -182,7 +183,8 @@ class Prompts:
             best = [(NEG_INF, NEG_INF, [])]
         row = self.facts[n].tolist()
         target = row[1] if self.targeted[0] else None
-        record = answers.answer(best, len(kept), 1, self.eos, t, why, target, p.src_len, n_completed)
+        record = answers.answer(hyps=best, n_kept=len(kept), K=1, eos=self.eos, steps=t, why=why, target=target,
+                                src_len=p.src_len, completed=n_completed)
         return Answer(sequences=sequences, scores=[b[0] for b in best[:len(sequences)]],
                       lengths=[len(b[2]) - (bool(b[2]) and b[2][-1] == self.eos) for b in best[:len(sequences)]],
                       record=record.handed_over())

@@ -89,8 +89,8 @@ def test_the_comparison_with_transformers_can_fail(monkeypatch):
 
     real_collect = hf_beam.step.collect
 
-    def every_hit(rules, state, completed, *args):
-        return real_collect(rules, state, torch.ones_like(completed), *args)
+    def every_hit(*, completed, **kwargs):
+        return real_collect(completed=torch.ones_like(completed), **kwargs)
 
     with monkeypatch.context() as patch:
         patch.setattr(hf_beam.step, "collect", every_hit)

@@ -188,8 +188,9 @@ def test_a_shrinking_beam_stops_when_no_item_is_live(case, wide):
                     max_length=2 + case["max_length"])
     spent_with_live, inner = [], module.step
 
-    def checked(rules, state, *args, **kwargs):
-        done = inner(rules, state, *args, **kwargs)
+    def checked(**kwargs):
+        done = inner(**kwargs)
+        state = kwargs["state"]
         spent_with_live.append(bool(state.live[(state.width <= 0).view(-1)].any()))
         return done
 
@@ -223,6 +224,24 @@ def test_stop_reasons_cross_as_codes_and_serialize_as_their_names():
     assert all(isinstance(cls.reason, StopReason) for cls in STOPPING_RULES.values())
     assert json.dumps({"stop_reason": StopReason.MAX_LENGTH}) == '{"stop_reason": "max_length"}'
     assert f"{StopReason.CERTIFICATE}" == str(StopReason.CERTIFICATE) == "certificate"
+
+
+def test_every_stopping_rule_gives_a_stop_reason():
+    """One type for ``stop_reason``: the rules of every toolkit (transformers' own among them) give a ``StopReason``,
+    whose JSON is its name (``early_stopping`` for transformers')."""
+    import json
+
+    pytest.importorskip("transformers")
+    from onmt_optimal.hf.stopping import TransformersRule
+    from onmt_optimal.search.stopping import StoppingRule, StopReason
+
+    def subclasses(cls):
+        return [cls] + [sub for child in cls.__subclasses__() for sub in subclasses(child)]
+
+    rules = subclasses(StoppingRule)[1:]
+    assert TransformersRule in rules
+    assert all(isinstance(rule.reason, StopReason) for rule in rules)
+    assert json.dumps(TransformersRule.reason) == '"early_stopping"'
 
 
 @SETTINGS
@@ -427,9 +446,9 @@ def test_a_quiet_step_answers_as_a_merged_one(case, stop, block, host):
     case = dict(case, block=2 if block else 0)
     merges, inner = [0], module.collect
 
-    def counted(*args):
+    def counted(**kwargs):
         merges[0] += 1
-        return inner(*args)
+        return inner(**kwargs)
 
     module.collect = counted
     try:

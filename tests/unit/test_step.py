@@ -42,17 +42,17 @@ def _run(rule: str, records: bool, seed: int, B: int = 3, beam: int = 3):
         completed = real if at_max else real & eos
         state.live = real != completed
         view = StepView(log_prob=log_prob, eos=eos, src_len=src_len, t=t, max_length=T)
-        step.collect(plan, state, completed, step.finals(rules, view), log_prob, t, seq)
-        bounds = None if at_max else [step.best_bound(score, view, state.live) if stop.needs_bound else None
-                                      for score, stop in rules]
-        done = step.decide(plan, state, t, at_max, completed, bounds, max_length=T)
+        step.collect(rules=plan, state=state, view=view, completed=completed, seq=seq)
+        bounds = None if at_max else step.bounds(rules=plan, view=view, live=state.live)
+        done = step.decide(rules=plan, state=state, view=view, completed=completed, bounds=bounds)
         assert done.shape == (B, 1) and done.dtype == torch.bool
         new = [b for b, (d,) in enumerate(done.tolist()) if d and b not in out]
         if new:
-            rows = answers.pack(plan, state, facts)[torch.tensor(new)].tolist()
-            for b, per_rule in zip(new, answers.records(plan, rows, new, seq.view(B, beam, -1), state.t,
-                                                        state.kept.seq.shape[2], targeted,
-                                                        state.kept.log_prob is not None, EOS)):
+            rows = answers.pack(rules=plan, state=state, facts=facts)[torch.tensor(new)].tolist()
+            for b, per_rule in zip(new, answers.records(
+                    rules=plan, packed=rows, batch_rows=new, items=seq.view(B, beam, -1), t=state.t,
+                    T1=state.kept.seq.shape[2], targeted=targeted, separate_log_prob=state.kept.log_prob is not None,
+                    eos=EOS)):
                 out[b] = (t, per_rule)
         if len(out) == B:
             break

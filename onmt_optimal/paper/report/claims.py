@@ -73,6 +73,24 @@ def claim_a(sweep, scores, test=None, stats=None) -> tuple[str, str]:
     others = {f: s for f, s in scores.items() if f != "optimal_reward"}
     if me is None or not others:
         return title, "Not testable here: no optimal_reward (or no other) decoder in the results."
+    text, flags = _claim_a_points(sweep, me, others)
+    tuned = tuned_rows(test)
+    base = baseline_row(test, BASELINE)
+    mine = tuned.get("optimal_reward")
+    if stats is None or base is None or mine is None:
+        v = verdict(flags) if flags else "not testable"
+        if len(flags) == 1:
+            v += " on dev only (no test numbers)"
+        text += (" The verdict needs it best on both dev and test (point estimates: no paired test was possible). "
+                 "Paper: 34.70 dev / 30.61 test, ahead of every other decoder on both.")
+        return title, f"**Verdict: {v}.** " + text
+    c_base, comps, fixes, lines = _claim_a_tests(stats, test, tuned, base, row_key(mine))
+    return title, _claim_a_verdict(text, flags, c_base, comps, fixes, lines)
+
+
+def _claim_a_points(sweep, me: dict, others: dict) -> tuple[str, list[bool]]:
+    """Claim (a)'s point estimates: optimal_reward's dev and test BLEU against the strongest other decoder's, and
+    what the beam adds on dev; the text and, per split with numbers, whether it is the best."""
     parts, flags = [], []
     for split in ("dev", "test"):
         key = f"{split}_bleu"
@@ -93,17 +111,12 @@ def claim_a(sweep, scores, test=None, stats=None) -> tuple[str, str]:
         if bt is not None:
             text += (f" On dev, b = {me['beam']} is {f2(bt['bleu'] - b1['bleu'], signed=True)} BLEU over b = "
                      f"{sweep.beams[0]} at the same r (the paper: about +5 BLEU at b = 15 over b = 1).")
-    tuned = tuned_rows(test)
-    base = baseline_row(test, BASELINE)
-    mine = tuned.get("optimal_reward")
-    if stats is None or base is None or mine is None:
-        v = verdict(flags) if flags else "not testable"
-        if len(flags) == 1:
-            v += " on dev only (no test numbers)"
-        text += (" The verdict needs it best on both dev and test (point estimates: no paired test was possible). "
-                 "Paper: 34.70 dev / 30.61 test, ahead of every other decoder on both.")
-        return title, f"**Verdict: {v}.** " + text
-    me_key = row_key(mine)
+    return text, flags
+
+
+def _claim_a_tests(stats, test: dict, tuned: dict, base: dict, me_key):
+    """Claim (a)'s paired tests on test: ``(c_base, comps, fixes, lines)``, the comparison with the paper's
+    baseline, every ``(name, comparison)``, the length fixes' ``(family, comparison)`` and the text's lines."""
     c_base = stats.compare(me_key, row_key(base))
     setting = "dev-tuned " if base.get("setting", "tuned") == "tuned" else "fixed "
     lines = [f"against the paper's baseline (`{BASELINE}`, {setting}b = {base['beam']}): {tested(c_base)}; the "
@@ -131,6 +144,11 @@ def claim_a(sweep, scores, test=None, stats=None) -> tuple[str, str]:
         if fam in LENGTH_FIXES:
             fixes.append((fam, c))
         lines.append(f"against dev-tuned {LABELS[fam]}: {tested(c)}")
+    return c_base, comps, fixes, lines
+
+
+def _claim_a_verdict(text: str, flags: list[bool], c_base, comps, fixes, lines) -> str:
+    """Claim (a)'s verdict from its paired tests (``_claim_a_tests``), with its grounds."""
     worse = [name for name, c in comps if c.worse]
     unresolved = [fam for fam, c in fixes if not c.better]
     if worse:
@@ -160,7 +178,7 @@ def claim_a(sweep, scores, test=None, stats=None) -> tuple[str, str]:
              f"better than the paper's baseline, and worse than no decoder; does not hold: worse than some "
              f"decoder. The verdict rests on {rests}. Paper: 34.70 dev / 30.61 test, ahead of every other decoder "
              f"on both.")
-    return title, f"**Verdict: {v}.** " + text
+    return f"**Verdict: {v}.** " + text
 
 
 def claim_b(sweep, test=None, stats=None) -> tuple[str, str]:

@@ -244,34 +244,7 @@ def readme(sweep, test, tuned, t2, t3, paper_name, stats=None, why="", results: 
     lengths = length_table(test, stats, why)
     steps = steps_by_length(test, stats, why)
     testing = testing_section(test, stats, results)  # last: it reports on every comparison made above
-    tested_files = ("`dev_sweep.json` and `test_eval.json`" if test else
-                    "`dev_sweep.json` (`test_eval.json` was not there, so there are no test numbers)")
-    decoders = ["| family | search |", "|---|---|"] + [
-        f"| `{fam}` | {text} |" for fam, text in DECODERS if fam != HISTORICAL or sweep.series(HISTORICAL)]
-    parts = [
-        f"# Results: optimal beam search on {sweep.meta['dataset']}",
-        "",
-        f"Reproduction of {paper_name}, *When to Finish? Optimal Beam Search for Neural Text Generation (modulo "
-        "beam size)*, Section 5 (Table 2, Table 3, Figures 1-2) with this package's `-stopping optimal` and "
-        "`-length_reward`.",
-        "",
-        "Made by `make reproduce`: the sweep writes `dev_sweep.json` (every decoder x beam size x reward on dev) "
-        "and `test_eval.json` (each decoder at its dev-tuned setting, and the two baselines at fixed beam sizes, "
-        "on test), with every test output in `hyps/` and per-sentence steps in `test_sentences.json`; then "
-        "`python scripts/make_report.py --results DIR` writes this file, the tables and the figures from "
-        f"{tested_files} (`--check` compares instead of writing). Do not edit by hand; every number here comes "
-        "from those files or from the paper.",
-        "",
-        "## Setup",
-        "",
-        setup_section(sweep.meta, test["meta"] if test else None, sweep),
-        "## Differences from the paper's setup",
-        "",
-        differences_section(sweep, test),
-        "## Decoders",
-        "",
-        "\n".join(decoders),
-        "",
+    parts = _opening(sweep, test, paper_name) + [
         "## How differences are tested",
         "",
         block(testing or f"Not computed ({why or 'no test outputs'})."),
@@ -314,3 +287,37 @@ def readme(sweep, test, tuned, t2, t3, paper_name, stats=None, why="", results: 
     for title, body in claims:
         parts += [f"**{title}**", "", body, ""]
     return "\n".join(parts)
+
+
+def _opening(sweep, test, paper_name) -> list[str]:
+    """The README's lines up to its decoders: what it reproduces, how it was made, the setup and its
+    differences from the paper's, the decoders."""
+    tested_files = ("`dev_sweep.json` and `test_eval.json`" if test else
+                    "`dev_sweep.json` (`test_eval.json` was not there, so there are no test numbers)")
+    decoders = ["| family | search |", "|---|---|"] + [
+        f"| `{fam}` | {text} |" for fam, text in DECODERS if fam != HISTORICAL or sweep.series(HISTORICAL)]
+    return [
+        f"# Results: optimal beam search on {sweep.meta['dataset']}",
+        "",
+        f"Reproduction of {paper_name}, *When to Finish? Optimal Beam Search for Neural Text Generation (modulo "
+        "beam size)*, Section 5 (Table 2, Table 3, Figures 1-2) with this package's `-stopping optimal` and "
+        "`-length_reward`.",
+        "",
+        "Made by `make reproduce`: the sweep writes `dev_sweep.json` (every decoder x beam size x reward on dev) "
+        "and `test_eval.json` (each decoder at its dev-tuned setting, and the two baselines at fixed beam sizes, "
+        "on test), with every test output in `hyps/` and per-sentence steps in `test_sentences.json`; then "
+        "`python scripts/make_report.py --results DIR` writes this file, the tables and the figures from "
+        f"{tested_files} (`--check` compares instead of writing). Do not edit by hand; every number here comes "
+        "from those files or from the paper.",
+        "",
+        "## Setup",
+        "",
+        setup_section(sweep.meta, test["meta"] if test else None, sweep),
+        "## Differences from the paper's setup",
+        "",
+        differences_section(sweep, test),
+        "## Decoders",
+        "",
+        "\n".join(decoders),
+        "",
+    ]
