@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 
 from onmt_optimal import atomic
-from onmt_optimal.search.record import Record, Totals
+from onmt_optimal.adapter.totals import Totals
+from onmt_optimal.search.record import Record
 
 
 def key(batch, i: int) -> tuple:

@@ -26,7 +26,8 @@ from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
 from onmt_optimal.options import Flags, Settings
 from onmt_optimal.progress import sentence_bar
-from onmt_optimal.search.record import Record, Totals
+from onmt_optimal.adapter.totals import Totals
+from onmt_optimal.search.record import Record
 
 #: buckets whose parts may be in flight at once (bounds the driver's memory on a corpus of millions of lines)
 WINDOW = 2

@@ -4,7 +4,7 @@ Every path that answers a sentence builds a ``Record``: the core as an example l
 (``answers.answer``), the toolkit's own beam of one scored afterwards (``beam_of_one.records``), an empty source
 line answered without a search (``Record.empty``) and the Ray driver, which gets each worker's records as plain
 data (``Record.plain``/``Record.from_plain``). The statistics file holds one ``Record.json`` per line, and the
-closing ``PRED`` lines are ``Totals``' sums over the decoded records, whoever decoded them.
+closing ``PRED`` lines are sums over the decoded records, whoever decoded them (``adapter.totals``).
 
 The statistics (``STATS``, the JSON form, in this order) are the first eight fields. The others travel with the
 record where an adapter needs them and are never written: the 1-best ``tokens`` (ids, without the end token),
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from onmt_optimal.search.stopping import StopReason
 
-__all__ = ["STATS", "Record", "StopReason", "Totals"]
+__all__ = ["STATS", "Record", "StopReason"]
 
 
 @dataclass(frozen=True)
@@ -93,42 +93,3 @@ class Record:
 #: the statistics' names, in the statistics file's order
 STATS = tuple(f.name for f in fields(Record))[:8]
 _NAMES = frozenset(f.name for f in fields(Record))
-
-
-class Totals:
-    """The sums behind the two closing ``PRED`` lines under the new flags: over the decoded sentences' records
-    (empty source lines left out), added in the order given, log-probability, tokens (EOS counted) and the
-    search's score. Both translators and the Ray driver add their records here."""
-
-    def __init__(self):
-        self.log_prob = self.tokens = self.score = self.decoded = 0
-
-    def add(self, record: Record) -> None:
-        if record.stop_reason == StopReason.EMPTY_SOURCE:
-            return
-        self.log_prob += record.log_prob
-        self.tokens += record.length + 1
-        self.score += record.score
-        self.decoded += 1
-
-    @classmethod
-    def of(cls, records) -> "Totals":
-        totals = cls()
-        for record in records:
-            totals.add(record)
-        return totals
-
-    def lines(self, nb_sentences: int, label: str) -> list[str] | None:
-        """The two closing lines (``label`` names the search's score), or None when no sentence was decoded (the
-        toolkit's own line then stands)."""
-        if not self.decoded:
-            return None
-        per_token = self.log_prob / self.tokens
-        try:
-            ppl = math.exp(-per_token)
-        except OverflowError:
-            ppl = float("inf")
-        return [f"PRED LOG-PROB PER TOKEN: {per_token:.4f}, PRED PPL: {ppl:.2f} (from log-probabilities, EOS "
-                f"counted; {self.tokens} tokens) NB SENTENCES: {nb_sentences}",
-                f"PRED MEAN SCORE: {self.score / self.decoded:.4f} per sentence, of the search's score {label} "
-                f"(mean log-probability per sentence: {self.log_prob / self.decoded:.4f})"]
