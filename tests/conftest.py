@@ -4,8 +4,8 @@ Tiers: ``make test`` runs everything; ``make test-fast`` (``ONMT_OPTIMAL_TESTS=f
 test marked ``slow`` (it trains a model or starts processes; the environment variable alone deselects them) and
 loads the Hypothesis profile ``fast`` (fewer examples; see ``tiers.examples``). A test is ``slow`` if its module
 says so (``pytestmark``), if it uses a fixture that trains a model or starts a process (``PROCESS_FIXTURES``: the toy
-model, the ``onmt_translate`` workers), or if it is listed in ``SLOW_MODULES`` or ``SLOW_TESTS`` below (tests
-of other owners that start processes). In the fast tier starting a process is an error, so a test
+model, the ``onmt_translate`` workers, the built Hub folder), or if its module is listed in ``SLOW_MODULES``
+below (modules of other owners that start processes). In the fast tier starting a process is an error, so a test
 that needs one and is not marked fails loudly instead of slowing the tier down.
 
 Fixtures: ``toy_model`` (one tiny OpenNMT-py model per run, trained with the real ``onmt_build_vocab`` /
@@ -39,10 +39,8 @@ collect_ignore = ["eole", "vllm"]
 
 # test modules, owned elsewhere, whose every test starts a process (a single test says @pytest.mark.slow)
 SLOW_MODULES = {"test_make_report"}
-# single tests, owned elsewhere, that start a process: "module::test" (scripts/make_hub.py --check)
-SLOW_TESTS = {"test_hf_hub_folder::test_the_copies_are_what_make_hub_writes"}
 # fixtures that train a model or start a process: a test that uses one is slow
-PROCESS_FIXTURES = {"toy_model", "our_worker", "stock_worker"}
+PROCESS_FIXTURES = {"toy_model", "our_worker", "stock_worker", "hub_folder"}
 
 
 def pytest_configure(config):
@@ -52,9 +50,7 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     for item in items:
         module = item.module.__name__ if item.module else ""
-        name = f"{module.rsplit('.', 1)[-1]}::{getattr(item, 'originalname', item.name)}"
-        if (module in SLOW_MODULES or name in SLOW_TESTS
-                or PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
+        if module in SLOW_MODULES or PROCESS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
     if tiers.FAST:
         slow = [item for item in items if "slow" in item.keywords]
