@@ -20,6 +20,7 @@ finite value ``FLOAT32_MAX = (2 - 2**-23) * 2**127``:
 from __future__ import annotations
 
 import math
+import sys
 
 #: float32's largest finite value (``torch.finfo(torch.float32).max``)
 FLOAT32_MAX = (2 - 2**-23) * 2**127
@@ -39,6 +40,21 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _finite(value) -> bool:
+    """A number that is a finite float (an integer beyond a float's range is not: ``math.isfinite`` would raise)."""
+    try:
+        return _is_number(value) and math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _shown(value) -> str:
+    """The value as an error line shows it: an integer beyond a float's range by its number of digits."""
+    if _is_number(value) and isinstance(value, int) and abs(value) > sys.float_info.max:
+        return f"an integer of {len(str(abs(value)))} digits, beyond a float's range"
+    return repr(value)
+
+
 def largest_reward(T: int) -> float:
     """The largest length reward whose every term ``r * |y|`` (``|y| <= T``) leaves room for a second one."""
     return FLOAT32_MAX / 4 / max(int(T), 1)
@@ -46,8 +62,8 @@ def largest_reward(T: int) -> float:
 
 def reward_error(name: str, reward, T: int | None) -> str | None:
     """A length reward: a finite number >= 0 with ``reward * T <= FLOAT32_MAX / 4``."""
-    if not _is_number(reward) or not math.isfinite(reward) or reward < 0:
-        return f"{name} must be a finite number >= 0 (got {reward!r})"
+    if not _finite(reward) or reward < 0:
+        return f"{name} must be a finite number >= 0 (got {_shown(reward)})"
     if T is not None and reward > largest_reward(T):
         return (f"{name} {reward:g} is too large for float32 scores: {name} * max_length ({T}) must stay below "
                 f"a quarter of float32's largest value, so at most {largest_reward(T):.6g}")
@@ -59,8 +75,8 @@ def ratio_error(name: str, ratio) -> str | None:
     ``ratio * 2**24 <= FLOAT32_MAX``."""
     if ratio is None:
         return None
-    if not _is_number(ratio) or not math.isfinite(ratio) or ratio <= 0:
-        return f"{name} must be a finite number > 0 (got {ratio!r})"
+    if not _finite(ratio) or ratio <= 0:
+        return f"{name} must be a finite number > 0 (got {_shown(ratio)})"
     if ratio < FLOAT32_TINY:
         return (f"{name} {ratio:g} is too small: below float32's smallest normal number ({FLOAT32_TINY:.6g}), "
                 f"l = {name} * |x| rounds to 0 on every line")
@@ -80,8 +96,8 @@ def largest_exponent(kind: str, T: int) -> float:
 def exponent_error(name: str, alpha, kind: str | None, T: int | None) -> str | None:
     """A length penalty's exponent: a finite number, and with ``kind`` (``avg``, ``wu``; None or ``none``: the
     value is unused, only its finiteness is checked) and ``T``, ``|alpha| <= largest_exponent(kind, T)``."""
-    if not _is_number(alpha) or not math.isfinite(alpha):
-        return f"{name} must be a finite number (got {alpha!r})"
+    if not _finite(alpha):
+        return f"{name} must be a finite number (got {_shown(alpha)})"
     if kind in PENALTY_BASES and T is not None:
         largest = largest_exponent(kind, T)
         if abs(alpha) > largest:
@@ -93,6 +109,6 @@ def exponent_error(name: str, alpha, kind: str | None, T: int | None) -> str | N
 
 def finite_error(name: str, value) -> str | None:
     """Any other float of the score (e.g. a coverage penalty's ``beta``): a finite number."""
-    if not _is_number(value) or not math.isfinite(value):
-        return f"{name} must be a finite number (got {value!r})"
+    if not _finite(value):
+        return f"{name} must be a finite number (got {_shown(value)})"
     return None

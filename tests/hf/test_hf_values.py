@@ -16,6 +16,8 @@ EXAMPLES = [4, 5, 6]
 BAD = [
     (dict(length_reward=1e39), "length_reward 1e+39 is too large"),
     (dict(length_reward=True), "length_reward must be a finite number"),
+    (dict(length_reward=10**400), "length_reward must be a finite number >= 0 (got an integer of 401 digits"),
+    (dict(length_reward=1.0, length_ratio=10**400), "length_ratio must be a finite number > 0 (got an integer of"),
     (dict(length_reward=1.0, length_ratio=1e38), "length_ratio 1e+38 is too large"),
     (dict(length_penalty=math.nan), "length_penalty must be a finite number"),
     (dict(length_penalty=math.inf), "length_penalty must be a finite number"),
