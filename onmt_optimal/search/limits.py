@@ -20,7 +20,6 @@ finite value ``FLOAT32_MAX = (2 - 2**-23) * 2**127``:
 from __future__ import annotations
 
 import math
-import sys
 
 #: float32's largest finite value (``torch.finfo(torch.float32).max``)
 FLOAT32_MAX = (2 - 2**-23) * 2**127
@@ -50,8 +49,11 @@ def _finite(value) -> bool:
 
 def _shown(value) -> str:
     """The value as an error line shows it: an integer beyond a float's range by its number of digits."""
-    if _is_number(value) and isinstance(value, int) and abs(value) > sys.float_info.max:
-        return f"an integer of {len(str(abs(value)))} digits, beyond a float's range"
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)
+        except OverflowError:
+            return f"an integer of {len(str(abs(value)))} digits, beyond a float's range"
     return repr(value)
 
 
