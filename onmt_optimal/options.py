@@ -7,7 +7,10 @@ errors are ``errors``'s (``OptionError``, ``OptionTypeError``). Both are importe
 ``options.Flags``, ``options.check_search``, ``options.OptionError`` ... stay what they were. ``validate`` runs
 ``check_search``, with the checks of OpenNMT-py's and eole's other options, once per process with the toolkit's
 own validation of its command line, and (``check_run``) the checks of the files the run reads and writes.
-``Settings`` is the one typed record of the toolkit's own options the plugin reads (``Settings.read``).
+``Settings`` is the one typed record of the toolkit's own options the plugin reads: each adapter's entry point
+(a patched hook of the toolkit, a translator's constructor, a tool) reads it once from the toolkit's parsed
+options (``read_parsed``: ``Settings`` and ``Flags``), and every function below takes the records (``own``,
+``flags``), never the parsed options.
 ``Options`` (frozen) is what a decode runs, made from validated options by each toolkit's adapter
 (``Options.from_opt``, ``Options.from_config``): (scoring, stopping) rules sharing one beam, or the toolkit's
 own search, where the bookkeeping lives and where the statistics go. Registering the flags on a toolkit's
@@ -36,7 +39,13 @@ class Settings:
     """The toolkit's own options the plugin reads, as one typed record read in one place (``read``): OpenNMT-py's
     ``opt`` and eole's config name them alike. An option the parsed options lack (a toolkit's other callers of its
     validation, a server, a training run's validation translator; the other toolkit's own ones) reads as the
-    default here, which is the toolkit's own."""
+    default here, which is the toolkit's own.
+
+    One record for both toolkits, its fields marked where only one of them has the option: the shared checks
+    (``validate``, ``check_run``) test OpenNMT-py's own ones (``gpu``, ``random_sampling_*``, ``ratio``,
+    ``world_size``) in their place among the others, which fixes the one line a run with several faults is
+    refused with; eole's config lacks them (they read as the defaults, which pass), or ``eole.options.validate``
+    hands them on at those defaults and refuses eole's own -world_size and -ratio itself, in eole's words."""
 
     n_best: int = 1
     beam_size: int = 1
@@ -83,10 +92,14 @@ class Settings:
 
     @classmethod
     def read(cls, opt) -> "Settings":
-        """The record of parsed options ``opt`` (a record is its own)."""
-        if isinstance(opt, cls):
-            return opt
+        """The record of a toolkit's parsed options ``opt`` (OpenNMT-py's argparse namespace, eole's config)."""
         return cls(**{f.name: getattr(opt, f.name, f.default) for f in fields(cls)})
+
+
+def read_parsed(opt, toolkit: str = OPENNMT) -> tuple[Settings, Flags]:
+    """A toolkit's parsed options ``opt`` as the plugin's two records, read at an adapter's entry point: the
+    toolkit's own options (``Settings``) and ours (``Flags``, at ``toolkit``'s defaults where ``opt`` lacks one)."""
+    return Settings.read(opt), Flags.read(opt, toolkit)
 
 
 @dataclass(frozen=True)
@@ -146,14 +159,12 @@ class Options:
         return cls.from_opt(config, global_scorer, prog="eole predict", toolkit=EOLE)
 
 
-def n_best_warning(opt, flags: Flags | None = None) -> str | None:
+def n_best_warning(own: Settings, flags: Flags) -> str | None:
     """One line when -n_best asks for more hypotheses than the chosen beam can complete, else None.
 
     A beam of one item completes exactly one hypothesis (every rule stops when its one item completes), and a
     shrinking beam of b items at most b; the n-best list is then padded with repeats of the last hypothesis,
     since OpenNMT-py expects exactly n_best answers (README, "Known limits")."""
-    flags = Flags.read(opt) if flags is None else flags
-    own = Settings.read(opt)
     n_best, beam = own.n_best, own.beam_size
     if beam == 1 and n_best > 1:
         holds = "a beam of one item completes one hypothesis"
@@ -165,16 +176,15 @@ def n_best_warning(opt, flags: Flags | None = None) -> str | None:
             f"repeats of its last hypothesis")
 
 
-def scoring_rule(opt, global_scorer) -> ScoringRule:
+def scoring_rule(own: Settings, flags: Flags, global_scorer) -> ScoringRule:
     """The scoring rule the (validated) options ask for (``Flags.rules``)."""
-    flags = Flags.read(opt)
-    return flags.rules(lambda: _own_score(opt, flags, global_scorer))[0][0]
+    return flags.rules(lambda: _own_score(own, flags, global_scorer))[0][0]
 
 
-def _own_score(opt, flags, global_scorer) -> ScoringRule:
+def _own_score(own: Settings, flags: Flags, global_scorer) -> ScoringRule:
     """OpenNMT-py's (and eole's) own score, as its ``GNMTGlobalScorer`` computes it (``registry.opennmt_score``)."""
     return registry.opennmt_score(
-        length_penalty=Settings.read(opt).length_penalty if global_scorer.has_len_pen else "none",
+        length_penalty=own.length_penalty if global_scorer.has_len_pen else "none",
         alpha=global_scorer.alpha, coverage=global_scorer.has_cov_pen, ratio=flags.length_ratio, bound=flags.bound)
 
 
@@ -294,15 +304,12 @@ def _own_files(own: Settings, flags: Flags) -> tuple[tuple, tuple]:
             (("-output", own.output), ("-stats_file", flags.stats_file), ("-log_file", own.log_file)))
 
 
-def _check_distinct(opt, reads=None, writes=None) -> None:
+def _check_distinct(reads, writes) -> None:
     """No file the run writes is one it reads, and no two files it writes are one: one written over the other
     loses data (stock OpenNMT-py wrote the statistics over the translations, eole the translations over the
     statistics, an -output equal to -src emptied the source before it was read, and an -output naming the model
     replaced the checkpoint with the translations). ``reads`` and ``writes`` are ``(flag, path)`` pairs (a
-    path may be None or empty: not given); by default -src, and -output, -stats_file, -log_file."""
-    if reads is None or writes is None:
-        own_reads, own_writes = _own_files(Settings.read(opt), Flags.read(opt))
-        reads, writes = own_reads if reads is None else reads, own_writes if writes is None else writes
+    path may be None or empty: not given)."""
     written = [(flag, path) for flag, path in writes if path and isinstance(path, str)]
     for i, (flag, path) in enumerate(written):
         for other_flag, other in written[:i]:
@@ -332,11 +339,10 @@ def _check_device(own: Settings, flags: Flags) -> None:
                           f"{'' if count == 1 else 's'} here (numbered from 0)")
 
 
-def validate_sizes(opt, max_length_zero: bool = False) -> None:
+def validate_sizes(own: Settings, max_length_zero: bool = False) -> None:
     """The search's sizes, which both toolkits take unchecked and then fail on with a traceback: -beam_size and
     -n_best >= 1, -max_length >= 1 (``max_length_zero``: a toolkit whose stock search answers -max_length 0 with
     empty lines, eole, keeps that where no new option asks for our search)."""
-    own = Settings.read(opt)
     for flag, value in (("beam_size", own.beam_size), ("n_best", own.n_best)):
         if value is not None and value < 1:
             raise OptionError(f"-{flag} must be at least 1 (got {value})")
@@ -345,10 +351,9 @@ def validate_sizes(opt, max_length_zero: bool = False) -> None:
         raise OptionError(f"-max_length must be at least 1 (got {max_length})")
 
 
-def check_our_sizes(opt) -> None:
+def check_our_sizes(own: Settings) -> None:
     """Sizes the toolkits take silently, refused under our options (stock keeps them: ``docs/differences.md``):
     a -batch_size below 1, a -min_length above -max_length (no hypothesis could end before -max_length)."""
-    own = Settings.read(opt)
     batch_size = own.batch_size
     if isinstance(batch_size, int) and batch_size < 1:
         raise OptionError(f"-batch_size must be at least 1 (got {batch_size})")
@@ -358,13 +363,12 @@ def check_our_sizes(opt) -> None:
                           f"(every output would be cut at -max_length)")
 
 
-def _check_aligned(opt) -> None:
+def _check_aligned(own: Settings) -> None:
     """-tgt (gold scoring) holds one line per -src line, under our options: both toolkits score the shorter
     file's lines and translate no further, so a short -tgt cut the output short with exit status 0 (stock keeps
     it: ``docs/differences.md``). Streams are read once, by the run, and are not counted."""
     from onmt_optimal.atomic import streamed
 
-    own = Settings.read(opt)
     src, tgt = own.src, own.tgt
     if not (isinstance(src, str) and isinstance(tgt, str) and src and tgt) or streamed(src) or streamed(tgt):
         return
@@ -387,7 +391,7 @@ def _count_lines(path: str) -> int:
     return count + (last != b"\n")
 
 
-def option_warnings(opt) -> list[str]:
+def option_warnings(own: Settings, flags: Flags) -> list[str]:
     """One line per option value that is legal but very likely not what the user meant.
 
     ``-length_ratio RHO`` sets ``l = RHO * |x|``, which bounds the reward (and BP-norm's brevity penalty) only if
@@ -396,9 +400,8 @@ def option_warnings(opt) -> list[str]:
     unbounded one. (Whether ``RHO * |x|`` exceeds -max_length on some lines depends on the source; those lines are
     capped by -max_length, which the statistics' ``target_length`` shows.)"""
     out = []
-    flags = Flags.read(opt)
     ratio = flags.length_ratio
-    max_length = Settings.read(opt).max_length
+    max_length = own.max_length
     uses_ratio = (flags.length_reward or 0) > 0 or flags.bp_norm or flags.bound == "predicted"
     if ratio is not None and max_length and uses_ratio and ratio >= max_length:
         out.append(f"-length_ratio {ratio:g} makes l = {ratio:g} * |x| at least -max_length {max_length} on every "
@@ -432,42 +435,37 @@ def world_size_error(world_size: int) -> OptionError:
         f"(with -gpu 0 for one GPU per worker)")
 
 
-def _max_length(opt) -> int | None:
-    max_length = Settings.read(opt).max_length
+def _max_length(own: Settings) -> int | None:
+    max_length = own.max_length
     return max_length if isinstance(max_length, int) and max_length >= 1 else None
 
 
-def check_run(opt, reads=None, writes=None, flags: Flags | None = None, own: Settings | None = None) -> None:
+def check_run(own: Settings, flags: Flags, reads=None, writes=None) -> None:
     """Raise ``OptionError`` for what the command's own run cannot do: a -src that cannot be read, a
     -stats_file, -output or -log_file that could not be written, a file written over one the run reads or over
     another it writes (``_check_distinct``: ``reads``, ``writes``), a -gpu with no such device. Checked before
     the model loads rather than after the decode, by the command only: a toolkit's other callers of its
-    validation (a server, a training run's validation translator) pass placeholders for these. ``flags`` and
-    ``own``: ``opt``'s records, where the caller has read them."""
-    flags = Flags.read(opt) if flags is None else flags
-    own = Settings.read(opt) if own is None else own
+    validation (a server, a training run's validation translator) pass placeholders for these. ``reads`` and
+    ``writes``: by default -src, and -output, -stats_file, -log_file (``_own_files``)."""
     _check_readable("-src", own.src)
     _check_writable("-stats_file", flags.stats_file)
     _check_writable("-output", own.output)
     _check_writable("-log_file", own.log_file or None)
     _check_writable("-dump_beam", own.dump_beam or None)
     own_reads, own_writes = _own_files(own, flags)
-    _check_distinct(opt, own_reads if reads is None else reads, own_writes if writes is None else writes)
+    _check_distinct(own_reads if reads is None else reads, own_writes if writes is None else writes)
     if flags.active:
         _check_aligned(own)
     _check_device(own, flags)
 
 
-def validate(opt, run: bool = True, toolkit: str = OPENNMT, flags: Flags | None = None,
-             own: Settings | None = None) -> None:
+def validate(own: Settings, flags: Flags, run: bool = True, toolkit: str = OPENNMT) -> None:
     """Raise ``OptionError`` for any value or combination the search cannot honour (``check_search``, and
     OpenNMT-py's and eole's options that cannot go with ours) and, with ``run``, for what the command's run
-    cannot do (``check_run``). The Ray flags are ``distributed.options.validate``'s. ``flags`` and ``own``:
-    ``opt``'s records, where the caller has read them."""
-    flags = Flags.read(opt, toolkit) if flags is None else flags
-    own = Settings.read(opt) if own is None else own
+    cannot do (``check_run``). The Ray flags are ``distributed.options.validate``'s. ``toolkit``: whose
+    options these are (``check_search``)."""
     if run:
-        check_run(opt, flags=flags, own=own)
+        check_run(own, flags)
     world_size = own.world_size or 1
     if world_size > 1 and flags.active:
         raise world_size_error(world_size)

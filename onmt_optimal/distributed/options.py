@@ -14,19 +14,18 @@ from onmt_optimal.options import Flags, OptionError, Settings, world_size_error
 RAY_INSTALL = "pip install ray==2.60.0 (the version tested; from a clone of onmt-optimal: pip install '.[ray]')"
 
 
-def workers(opt) -> int:
+def workers(flags: Flags) -> int:
     """``-ray_workers``: 0 decodes in this process."""
-    return Flags.read(opt).ray_workers or 0
+    return flags.ray_workers or 0
 
 
-def uses_new_flags(opt) -> bool:
+def uses_new_flags(flags: Flags) -> bool:
     """True when any onmt-optimal flag other than -progress is set."""
-    return Flags.read(opt).active or workers(opt) != 0
+    return flags.active or workers(flags) != 0
 
 
-def validate(opt) -> None:
+def validate(own: Settings, flags: Flags) -> None:
     """-ray_workers and its companions, and OpenNMT-py's own -world_size with them (``world_size_error``)."""
-    flags, own = Flags.read(opt), Settings.read(opt)
     n = workers(flags)
     world_size = own.world_size or 1
     if world_size > 1 and uses_new_flags(flags):

@@ -24,7 +24,7 @@ from onmt_optimal.adapter.lines import StatsFile, label
 from onmt_optimal.distributed import plan
 from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
-from onmt_optimal.options import Flags, Settings
+from onmt_optimal.options import Flags, Settings, read_parsed
 from onmt_optimal.progress import sentence_bar
 from onmt_optimal.adapter.totals import Totals
 from onmt_optimal.search.record import Record
@@ -37,11 +37,11 @@ RESTARTS = 3
 NAME_PREFIX = "onmt-optimal-translate"
 
 
-def gpus_per_worker(opt) -> float:
-    gpus = Flags.read(opt).ray_gpus_per_worker
+def gpus_per_worker(own: Settings, flags: Flags) -> float:
+    gpus = flags.ray_gpus_per_worker
     if gpus is not None:
         return float(gpus)
-    return 1.0 if Settings.read(opt).gpu >= 0 else 0.0
+    return 1.0 if own.gpu >= 0 else 0.0
 
 
 def threads() -> int:
@@ -54,8 +54,9 @@ def threads() -> int:
     return max(1, torch.get_num_threads())
 
 
-def cpus_per_worker(opt) -> int:
-    return 1 if gpus_per_worker(opt) > 0 else threads()
+def cpus_per_worker(gpus: float) -> int:
+    """CPUs each worker reserves, given the GPUs it takes (``gpus_per_worker``)."""
+    return 1 if gpus > 0 else threads()
 
 
 def run(opt, prepare=None, progress=None) -> dict:
@@ -67,10 +68,11 @@ def run(opt, prepare=None, progress=None) -> dict:
     from onmt.utils.logging import init_logger
 
     logger = init_logger(opt.log_file)
+    own, flags = read_parsed(opt)
     search, label = _search(opt)
     total = plan.count_lines(opt.src)
     start = time.time()
-    bar = _bar(opt, total) if total == 0 else None  # else once Ray is up: a refused run prints its line alone
+    bar = _bar(flags, total) if total == 0 else None  # else once Ray is up: a refused run prints its line alone
     sums = Sums()
     redone = 0
     outputs = atomic.Outputs()
@@ -80,11 +82,10 @@ def run(opt, prepare=None, progress=None) -> dict:
             stats_tmp = StatsFile(outputs, search.stats_file)
         if total > 0:
             workers = opt.ray_workers
-            gpus = gpus_per_worker(opt)
-            flags = Flags.read(opt)
-            with Cluster(flags.ray_address, workers, gpus, cpus_per_worker(opt),
-                         model_bytes=file_bytes(Settings.read(opt).models), timeout=flags.ray_timeout) as ray:
-                bar = _bar(opt, total)
+            gpus = gpus_per_worker(own, flags)
+            with Cluster(flags.ray_address, workers, gpus, cpus_per_worker(gpus),
+                         model_bytes=file_bytes(own.models), timeout=flags.ray_timeout) as ray:
+                bar = _bar(flags, total)
                 report = _report_to(progress, bar)
                 try:
                     out, redone = _translate(ray, opt, prepare, workers, gpus, total, sums, stats_tmp, report,
@@ -105,7 +106,7 @@ def run(opt, prepare=None, progress=None) -> dict:
             bar.close()
     for line in _report_lines(search, label, sums):
         logger.info(line)
-    if Settings.read(opt).report_time:
+    if own.report_time:
         logger.info("Total translation time (s): %.1f" % (time.time() - start))
     return {"sentences": sums.sentences, "redone": redone}
 
@@ -170,7 +171,7 @@ def _actors(ray, opt, prepare, workers: int, gpus) -> list:
 
     name = f"{NAME_PREFIX}-{uuid.uuid4().hex[:8]}"
     remote = ray.remote(TranslateWorker)
-    return [remote.options(num_cpus=cpus_per_worker(opt), num_gpus=gpus, max_restarts=RESTARTS,
+    return [remote.options(num_cpus=cpus_per_worker(gpus), num_gpus=gpus, max_restarts=RESTARTS,
                            max_task_retries=RESTARTS, name=f"{name}-{i}")
             .remote(opt, os.getcwd(), prepare, gpus > 0, threads())
             for i in range(workers)]
@@ -241,8 +242,8 @@ def _report_lines(search, label, sums: Sums) -> list[str]:
     return [Translator._report_score(None, "PRED", sums.score, n)] if lines is None else lines
 
 
-def _bar(opt, total):
-    if not Flags.read(opt).progress:
+def _bar(flags: Flags, total):
+    if not flags.progress:
         return None
     return sentence_bar(total)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 
-from onmt_optimal.option_table import EOLE
 from onmt_optimal.options import Flags, OptionError, Settings, _check_distinct, _same_file
 
 #: the files a run writes: eole's option -> how it writes it
@@ -24,30 +23,29 @@ READ = ("src", "tgt", "ref", "phrase_table", "src_subword_vocab")
 TRANSFORM_FILE_SUFFIXES = ("_model", "_vocab", "_file", "_path", "_table")
 
 
-def check(config, config_file: str | None, also=()) -> None:
-    """``OptionError`` when a file ``config`` writes (or one of ``also``, ``(flag, path)`` pairs a tool writes
-    beside the run) is one it reads (``config_file``: the ``-config`` YAML) or another file it writes."""
-    own, flags = Settings.read(config), Flags.read(config, EOLE)  # (-stats_file is ours)
+def check(own: Settings, flags: Flags, config_file: str | None, also=()) -> None:
+    """``OptionError`` when a file the config's run writes (``own``, ``flags``: its records; -stats_file is ours;
+    or one of ``also``, ``(flag, path)`` pairs a tool writes beside the run) is one it reads (``config_file``: the
+    ``-config`` YAML) or another file it writes."""
     written = [(f"-{name}", path) for name in WRITTEN
                if (path := _path(getattr(flags if name == "stats_file" else own, name)))]
     written += [(flag, path) for flag, path in also if _path(path)]
-    _check_apart(config, own, list(_reads(own, config_file)), written)
+    _check_apart(own, list(_reads(own, config_file)), written)
 
 
-def check_served(config, config_file: str | None) -> None:
+def check_served(own: Settings, flags: Flags, config_file: str | None) -> None:
     """``check`` for a model of ``eole serve``: the files the server writes for it (``stats_file``, ``log_file``)
     against every file it reads for it (``config_file``: the server's YAML; the model directory's files; the
     files its transforms read, a tokenizer's model; a ``phrase_table``) and against each other. The server's
     config has no ``src`` or ``output`` (eole fills in placeholders): they are left out."""
-    own, flags = Settings.read(config), Flags.read(config, EOLE)
     written = [(flag, path) for flag, path in (("-stats_file", _path(flags.stats_file)),
                                                ("-log_file", _path(own.log_file))) if path]
-    _check_apart(config, own, list(_reads(own, config_file, names=("phrase_table",))), written)
+    _check_apart(own, list(_reads(own, config_file, names=("phrase_table",))), written)
 
 
-def _check_apart(config, own: Settings, reads: list, written: list) -> None:
+def _check_apart(own: Settings, reads: list, written: list) -> None:
     """No file of ``written`` is one of ``reads``, another of ``written``, or a file of a model directory."""
-    _check_distinct(config, reads, written)
+    _check_distinct(reads, written)
     models = _model_directories(own)
     for flag, path in written:
         for model in models:

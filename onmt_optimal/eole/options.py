@@ -18,10 +18,10 @@ from dataclasses import replace
 from functools import lru_cache
 
 from onmt_optimal.option_table import EOLE, taken_by
-from onmt_optimal.options import (Flags, OptionError, Options, Settings, option_warnings, validate as _validate,
-                                  validate_sizes)
+from onmt_optimal.options import (Flags, OptionError, Options, Settings, option_warnings, read_parsed as _read_parsed,
+                                  validate as _validate, validate_sizes)
 
-__all__ = ["FIELDS", "OptionError", "Options", "config_class", "option_warnings", "validate"]
+__all__ = ["FIELDS", "OptionError", "Options", "config_class", "option_warnings", "read_parsed", "validate"]
 
 PROG = "eole predict"
 
@@ -53,17 +53,22 @@ def config_class(base=None):
     return cls
 
 
-def validate(config, run: bool = True) -> None:
+def read_parsed(config) -> tuple[Settings, Flags]:
+    """eole's config as the plugin's two records (``options.read_parsed``), read once where an entry point gets it."""
+    return _read_parsed(config, EOLE)
+
+
+def validate(own: Settings, flags: Flags, run: bool = True) -> None:
     """``OptionError`` for any value or combination the search cannot honour (see the module docstring), and
     for sizes eole fails on with a traceback (``validate_sizes``; stock eole answers -max_length 0 with empty
     lines, which stays so where none of our options is given). ``run``: also what ``eole predict``'s run cannot
-    do with its files (``options.check_run``); eole's server, whose config names no input, leaves it out."""
-    flags, own = Flags.read(config, EOLE), Settings.read(config)
+    do with its files (``options.check_run``); eole's server, whose config names no input, leaves it out.
+    ``own``, ``flags``: the config's records (``read_parsed``)."""
     validate_sizes(own, max_length_zero=not flags.active)
     _check_model_paths(own)
     # eole's own -world_size and -ratio, said in eole's words here (the shared check speaks of OpenNMT-py's)
-    _validate(config, run=run, toolkit=EOLE, flags=flags, own=replace(own, world_size=1, ratio=0.0))
-    _check_own_rules(flags, own)
+    _validate(replace(own, world_size=1, ratio=0.0), flags, run=run, toolkit=EOLE)
+    _check_own_rules(own, flags)
     sampling = own.top_k != 0 or own.top_p != 0
     if sampling and (flags.stopping != "default" or flags.length_reward > 0 or flags.bp_norm):
         raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
@@ -75,7 +80,7 @@ def validate(config, run: bool = True) -> None:
         raise OptionError("onmt-optimal's options decode with beam search: drop -self_speculative_decoding")
 
 
-def _check_own_rules(flags: Flags, own: Settings) -> None:
+def _check_own_rules(own: Settings, flags: Flags) -> None:
     """eole's options that cannot go with ours, named as eole names them: ``-world_size`` above 1 (eole's
     multi-process inference) and eole's ``-ratio`` stopping rule."""
     world_size = own.world_size or 1
@@ -87,12 +92,12 @@ def _check_own_rules(flags: Flags, own: Settings) -> None:
                           "(-stopping, -length_reward, -bp_norm, -stats_file); drop -ratio")
 
 
-def _check_model_paths(config) -> None:
+def _check_model_paths(own: Settings) -> None:
     """Each ``model_path`` is an eole model directory (``config.json`` in it) or a Hugging Face model ID (eole's
     ``is_hf_model_id``: relative, with a slash, not on this disk): eole says so only after a ValueError traceback."""
     import os
 
-    paths = Settings.read(config).model_path
+    paths = own.model_path
     for path in ([paths] if isinstance(paths, str) else paths or []):
         from eole.models.hf_resolver import is_hf_model_id
 

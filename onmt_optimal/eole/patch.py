@@ -176,9 +176,10 @@ def patch_predict_command() -> None:
 
         given = Settings.read(args)  # the command line's (the -config file's options are the config's)
         config = _built(stock_build, cls, args, given)
-        files.check(config, given.config)
-        options.validate(config)
-        for warning in options.option_warnings(config):
+        own, flags = options.read_parsed(config)
+        files.check(own, flags, given.config)
+        options.validate(own, flags)
+        for warning in options.option_warnings(own, flags):
             sys.stderr.write(f"{PROG}: warning: {warning}\n")
         return config
 

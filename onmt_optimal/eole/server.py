@@ -95,8 +95,9 @@ def _checked(get_config):
         try:
             get_config(self)
             config = self.config
-            options.validate(config, run=False)
-            for warning in options.option_warnings(config):
+            own, flags = options.read_parsed(config)
+            options.validate(own, flags, run=False)
+            for warning in options.option_warnings(own, flags):
                 sys.stderr.write(f"{PROG}: warning: model {self.model_id}: {warning}\n")
             if config.stats_file:
                 _check_stats_file(config)
@@ -127,7 +128,7 @@ def _check_stats_file(config) -> None:
     (``files.check_served``: its YAML, the model's files, its transforms' files, ``log_file``), links resolved.
     A relative path is the working directory's: ``config.stats_file`` becomes absolute."""
     from onmt_optimal.adapter import served
-    from onmt_optimal.eole import files
+    from onmt_optimal.eole import files, options
     from onmt_optimal.options import OptionError, _check_writable
 
     given = config.stats_file
@@ -140,7 +141,7 @@ def _check_stats_file(config) -> None:
             raise OptionError(f"-stats_file {path} is {kind}: the server appends records to a regular file; "
                               f"name one")
     served.check("-stats_file", path)
-    files.check_served(config, _server_config[0])
+    files.check_served(*options.read_parsed(config), _server_config[0])  # (read anew: stats_file is absolute now)
 
 
 def _checked_at_start(start):
@@ -261,7 +262,7 @@ def request_problem(model, settings: dict) -> str | None:
     fields = type(config).model_fields
     applied = {k: v for k, v in settings.items() if k in fields and hasattr(predictor, k)}
     try:
-        options.validate(config.model_copy(update=applied), run=False)
+        options.validate(*options.read_parsed(config.model_copy(update=applied)), run=False)
     except options.OptionError as err:
         return f"model {model.model_id}: {err}"
     return None

@@ -23,7 +23,7 @@ def parse(predict_args: list[str], writes=()):
     patch.apply_cli()
     from eole.bin.run.predict import Predict
 
-    from onmt_optimal.eole import files
+    from onmt_optimal.eole import files, options
 
     parser = _RefusingParser(prog="eole predict")
     Predict.add_args(parser)
@@ -34,7 +34,7 @@ def parse(predict_args: list[str], writes=()):
     parsed = parser.parse_args(args)
     config = Predict.build_config(parsed)
     if writes:
-        files.check(config, getattr(parsed, "config", None), list(writes))
+        files.check(*options.read_parsed(config), getattr(parsed, "config", None), list(writes))
     return config
 
 

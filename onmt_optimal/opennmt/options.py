@@ -10,13 +10,18 @@ own (``check_command``: its files, sizes, device), then OpenNMT-py's validation 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from onmt_optimal.option_table import OPENNMT, RAY, SEARCH, Option, taken_by
+
+if TYPE_CHECKING:
+    from onmt_optimal.options import Flags, Settings
 
 GROUP_TITLE = "Optimal stopping (onmt-optimal)"
 RAY_GROUP_TITLE = "Many workers (onmt-optimal, Ray)"
 
 
-def check_command(opt) -> None:
+def check_command(own: Settings, flags: Flags) -> None:
     """What ``onmt_translate`` refuses before OpenNMT-py's own validation and before the model loads, with or
     without our flags: sizes OpenNMT-py crashes on (``validate_sizes``), an unreadable -src, an unwritable
     output, a file the run writes that is one it reads or another it writes (``run_files``), a missing -gpu
@@ -25,18 +30,16 @@ def check_command(opt) -> None:
     from onmt_optimal import options
     from onmt_optimal.opennmt import run_files
 
-    flags, own = options.Flags.read(opt), options.Settings.read(opt)
     options.validate_sizes(own)
     check_ensemble(own)
-    options.check_run(opt, reads=run_files.reads(own), writes=run_files.writes(own, flags), flags=flags, own=own)
+    options.check_run(own, flags, reads=run_files.reads(own), writes=run_files.writes(own, flags))
 
 
-def check_ensemble(opt) -> None:
+def check_ensemble(own: Settings) -> None:
     """OpenNMT-py 3.5.1's ensemble (several ``-model`` files) averages the models' attention into none a beam can
     index: ``-replace_unk`` and ``-attn_debug`` ended in an IndexError traceback once the models had loaded."""
-    from onmt_optimal.options import OptionError, Settings
+    from onmt_optimal.options import OptionError
 
-    own = Settings.read(opt)
     models = own.models
     if isinstance(models, list) and len(models) > 1:
         for flag in ("replace_unk", "attn_debug"):
@@ -59,7 +62,9 @@ def validate_stock_sequence(opt) -> None:
 def validate_parsed(opt) -> None:
     """Every check ``onmt_translate`` makes of parsed translate options, as it makes them: ``check_command``,
     then ``validate_stock_sequence``."""
-    check_command(opt)
+    from onmt_optimal.options import read_parsed
+
+    check_command(*read_parsed(opt))
     validate_stock_sequence(opt)
 
 

@@ -120,9 +120,10 @@ def _validating_ours(stock_validate):
         from onmt_optimal.distributed import options as ray_options
 
         stock_validate(cls, opt)
-        meaning.validate(opt, run=False)
-        ray_options.validate(opt)
-        for warning in meaning.option_warnings(opt):
+        own, flags = meaning.read_parsed(opt)
+        meaning.validate(own, flags, run=False)
+        ray_options.validate(own, flags)
+        for warning in meaning.option_warnings(own, flags):
             sys.stderr.write(f"{PROG}: warning: {warning}\n")
 
     return mark(validate_translate_opts)
@@ -248,8 +249,9 @@ def _one_line_errors(get_parser):
 
         def write_config_file(parsed_namespace, output_file_paths, *args, **kwargs):
             from onmt_optimal.opennmt.run_files import save_config_problem
+            from onmt_optimal.options import Settings
 
-            problem = save_config_problem(parsed_namespace, output_file_paths)
+            problem = save_config_problem(Settings.read(parsed_namespace), output_file_paths)
             if problem:
                 from onmt_optimal import failures
 
@@ -296,9 +298,11 @@ def _dispatching(stock_translate):
         from onmt_optimal.distributed.options import workers
         from onmt_optimal.opennmt.checkpoint import one_line_loads
         from onmt_optimal.opennmt.options import check_command, validate_stock_sequence
+        from onmt_optimal.options import read_parsed
 
-        check_command(opt)
-        if not workers(opt):
+        own, flags = read_parsed(opt)
+        check_command(own, flags)
+        if not workers(flags):
             with one_line_loads():
                 return stock_translate(opt)
         validate_stock_sequence(opt)

@@ -10,6 +10,11 @@ written one; ``save_config_problem`` does so for ``-save_config``, which is writ
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from onmt_optimal.options import Flags, Settings
+
 #: single-path options whose file the run reads (OpenNMT-py's ``dest`` names; the flag is ``-`` + the name)
 READ = ("config", "src", "tgt", "phrase_table", "src_subword_model", "tgt_subword_model", "src_subword_vocab",
         "tgt_subword_vocab", "termbase_path", "tm_path", "tags_dictionary_path")
@@ -18,38 +23,31 @@ READ = ("config", "src", "tgt", "phrase_table", "src_subword_model", "tgt_subwor
 WRITTEN = ("output", "stats_file", "log_file", "dump_beam")
 
 
-def reads(opt) -> list[tuple[str, str]]:
+def reads(own: Settings) -> list[tuple[str, str]]:
     """The files the run reads: each ``-model``, then ``READ``, those given."""
-    from onmt_optimal.options import Settings
-
-    own = Settings.read(opt)
     models = own.models or []
     pairs = [("-model", path) for path in ([models] if isinstance(models, str) else models)]
     pairs += [(f"-{name}", getattr(own, name)) for name in READ]
     return [(flag, path) for flag, path in pairs if path and isinstance(path, str)]
 
 
-def writes(opt, flags=None) -> list[tuple[str, str]]:
-    """The files the run writes, those given (``flags``: ``opt``'s ``Flags``, where the caller has read them:
-    -stats_file is ours)."""
-    from onmt_optimal.options import Flags, Settings
-
-    own, flags = Settings.read(opt), Flags.read(opt) if flags is None else flags
+def writes(own: Settings, flags: Flags) -> list[tuple[str, str]]:
+    """The files the run writes, those given (-stats_file is ours: ``flags``)."""
     pairs = [(f"-{name}", getattr(flags if name == "stats_file" else own, name)) for name in WRITTEN]
     return [(flag, path) for flag, path in pairs if path and isinstance(path, str)]
 
 
-def save_config_problem(opt, paths) -> str | None:
+def save_config_problem(own: Settings, paths) -> str | None:
     """One line if a ``-save_config`` path (``paths``: configargparse's list) cannot be written
     (``options._check_writable``: a trailing slash, a missing directory) or is a file the run reads, else None:
     ``options._check_distinct``'s refusal, as a line (configargparse writes the file while it parses)."""
     from onmt_optimal.options import OptionError, _check_distinct, _check_writable
 
-    read = reads(opt)
+    read = reads(own)
     for path in paths or ():
         try:
             _check_writable("-save_config", str(path))  # (configargparse's own refusal was a traceback)
-            _check_distinct(opt, reads=read, writes=(("-save_config", str(path)),))
+            _check_distinct(read, (("-save_config", str(path)),))
         except OptionError as err:
             return str(err)
     return None

@@ -155,7 +155,7 @@ def _check_stats_file(opt, model_root: str) -> None:
 
     served.check("-stats_file", opt.stats_file)
     log_file = os.path.join(model_root, opt.log_file) if getattr(opt, "log_file", "") else None
-    _check_distinct(opt, reads=[("-model", m) for m in opt.models],
+    _check_distinct(reads=[("-model", m) for m in opt.models],
                     writes=[("-stats_file", opt.stats_file), ("-log_file", log_file)])
 
 

@@ -26,7 +26,7 @@ def parse(translate_args: list[str], writes=(), validate: bool = True):
     patch.apply()
     from onmt.opts import translate_opts
 
-    from onmt_optimal.options import _check_distinct
+    from onmt_optimal.options import Settings, _check_distinct
     from onmt_optimal.opennmt import run_files
     from onmt_optimal.opennmt.options import validate_parsed
 
@@ -40,7 +40,7 @@ def parse(translate_args: list[str], writes=(), validate: bool = True):
         args += ["-output", os.devnull]
     opt = parser.parse_args(args)
     if writes:
-        _check_distinct(opt, reads=run_files.reads(opt), writes=list(writes))
+        _check_distinct(run_files.reads(Settings.read(opt)), list(writes))
     if validate:
         validate_parsed(opt)
     return opt

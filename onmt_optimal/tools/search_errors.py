@@ -75,13 +75,13 @@ def rule_of(args):
     """The scoring rule of the beam's options, as ``onmt_translate`` would build it."""
     from onmt.translate.beam_search import GNMTGlobalScorer
 
-    opt = search_options(args)
+    own, flags = options.read_parsed(search_options(args))
     try:
-        options.validate(opt)
+        options.validate(own, flags)
     except options.OptionError as err:
         raise SearchErrorsError(f"error: {err}") from None
     scorer = GNMTGlobalScorer(args.alpha, 0.0, args.length_penalty, "none")
-    return options.scoring_rule(opt, scorer)
+    return options.scoring_rule(own, flags, scorer)
 
 
 def oracle(args, rule, model, vocabs, selected: list[tuple[int, list[str]]], beams: list[dict],

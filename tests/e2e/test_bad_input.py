@@ -331,7 +331,7 @@ def test_a_log_file_that_cannot_be_one_is_refused(translate, toy_model, src, tmp
 def test_an_existing_output_in_a_directory_that_takes_no_new_file_is_refused(tmp_path, monkeypatch):
     """The output is written beside its target and renamed onto it: a writable file in a read-only directory
     would fail only after the decode. (os.access stands in for the directory's mode: these tests run as root.)"""
-    from onmt_optimal.options import OptionError, validate
+    from onmt_optimal.options import OptionError, read_parsed, validate
 
     out = tmp_path / "out.txt"
     out.write_text("keep\n")
@@ -339,7 +339,7 @@ def test_an_existing_output_in_a_directory_that_takes_no_new_file_is_refused(tmp
     monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == tmp_path else real_access(p, mode))
     opt = argparse.Namespace(src=None, output=str(out), stats_file=None)
     with pytest.raises(OptionError, match=r"-output .*out.txt: directory .* is not writable"):
-        validate(opt)
+        validate(*read_parsed(opt))
 
 
 def test_src_dash_is_one_line_naming_dev_stdin(translate, toy_model, tmp_path):

@@ -93,8 +93,9 @@ def test_world_size_without_new_flags_stays_stock():
 
 def validate(opt):
     """The search's validation, then Ray's, as ``onmt_translate`` runs them (``patch.apply``)."""
-    options.validate(opt)
-    ray_options.validate(opt)
+    own, flags = options.read_parsed(opt)
+    options.validate(own, flags)
+    ray_options.validate(own, flags)
 
 
 @pytest.mark.parametrize("kw, message", [
