@@ -62,10 +62,15 @@ PORT ?= 5000
 serve: setup
 	$(BIN)/onmt_server --ip 127.0.0.1 --port $(PORT) -m configs/tvsub-zh-en/server.json
 
+# the three environments' tiers are independent (their own venvs, temporary folders and toy models): the eole and
+# vLLM tiers run one after the other beside the main one, their output kept in a file and printed after the main
+# tier's, so that two cores are used; the status is non-zero when any tier fails
 test: setup setup-eole setup-hf setup-vllm
-	$(BIN)/python -m pytest -q --durations=10
-	$(EOLE_PYTEST)
-	$(VLLM_PYTEST)
+	@others=$$(mktemp); trap 'rm -f "$$others"' EXIT; \
+	  ( $(EOLE_PYTEST); eole=$$?; $(VLLM_PYTEST); vllm=$$?; exit $$(( eole || vllm )) ) > "$$others" 2>&1 & \
+	  pid=$$!; $(BIN)/python -m pytest -q --durations=10; main=$$?; \
+	  wait $$pid; rest=$$?; echo "--- tests/eole, then tests/vllm (run beside the main tier)"; cat "$$others"; \
+	  exit $$(( main || rest ))
 
 # tests marked slow (training, processes) are left out; see tests/conftest.py
 test-fast: setup

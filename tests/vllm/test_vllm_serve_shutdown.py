@@ -3,21 +3,28 @@
 On SIGTERM vLLM stops its engine client, then waits for the HTTP requests in flight to end. The search's requests
 end at once (``internals.engine_step`` sees the stopped engine client): every client gets an answer, none waits
 for its timeout, and the server exits long before the clients' timeouts. vLLM's own beam requests (no
-``vllm_xargs``) are measured the same way and printed, not asserted: what they do is vLLM's.
+``vllm_xargs``) are measured the same way and printed, not asserted, where ``ONMT_OPTIMAL_MEASURE_STOCK=1``
+asks for it (skipped otherwise: what they do is vLLM's, and on a fast machine they may end before the signal).
 """
-import pytest
+import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from helpers import vllm_server
 
 CLIENT_TIMEOUT_S = 120
 
 
-@pytest.mark.parametrize("xargs", [{"stopping": "exhaustive"}, None], ids=["search", "stock"])
+STOCK = pytest.param(None, id="stock", marks=pytest.mark.skipif(
+    os.environ.get("ONMT_OPTIMAL_MEASURE_STOCK") != "1", reason="vLLM's own search, measured on request: "
+    "ONMT_OPTIMAL_MEASURE_STOCK=1"))
+
+
+@pytest.mark.parametrize("xargs", [pytest.param({"stopping": "exhaustive"}, id="search"), STOCK])
 def test_sigterm_with_beam_requests_in_flight(toy, model_dir, tmp_path, xargs):
     server = vllm_server.start(model_dir, tmp_path)
     try:
@@ -36,7 +43,7 @@ def test_sigterm_with_beam_requests_in_flight(toy, model_dir, tmp_path, xargs):
         with ThreadPoolExecutor(6) as pool:
             asked = [pool.submit(ask) for _ in range(6)]
             time.sleep(5)
-            assert not any(a.done() for a in asked)  # in flight
+            assert not xargs or not any(a.done() for a in asked)  # ours in flight
             server.proc.send_signal(signal.SIGTERM)  # the API server, as ``kill PID``
             start = time.monotonic()
             answers = [a.result() for a in asked]
