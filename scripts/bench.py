@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from onmt_optimal.bench.models import DATA, MODELS, UsageError, resolve_models
@@ -111,8 +112,16 @@ def write(out: Path, run: dict, with_json: bool = True) -> None:
     """The report at ``out`` and (``with_json``) the run's JSON beside it."""
     out.parent.mkdir(parents=True, exist_ok=True)
     if with_json:
-        out.with_suffix(".json").write_text(json.dumps(run, indent=1) + "\n")
-    out.write_text(report(run["meta"], run["rows"], run["sweep"]))
+        _replace(out.with_suffix(".json"), json.dumps(run, indent=1) + "\n")
+    _replace(out, report(run["meta"], run["rows"], run["sweep"]))
+
+
+def _replace(path: Path, text: str) -> None:
+    """``path`` holds ``text`` whole, or its earlier content if the run is killed while writing (a run ended by
+    a time limit between configurations keeps a readable report)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def main(argv=None) -> None:
@@ -153,7 +162,8 @@ def main(argv=None) -> None:
         out = ROOT / "benchmarks" / ("RESULTS-gpu.md" if cuda else "RESULTS.md")
     from onmt_optimal.bench.measure import measure
 
-    run = measure(models, args, beams, batches, ROOT / "work" / "bench")
+    run = measure(models, args, beams, batches, ROOT / "work" / "bench",
+                  on_progress=None if out is None else (lambda partial: write(out, partial)))
     if out is not None:
         write(out, run)
         print(f"-> {out}")

@@ -25,8 +25,8 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
     pass that counts each variant's work per decoder call (``count_round``), after the timing so that it
     cannot disturb it. ``time_it=False``: the counting pass only. ``placement_variant``: add the bookkeeping in
     its other place, ``optimal-device`` on CUDA and ``optimal-host`` on CPU (None: on CUDA only, where the
-    bookkeeping's place matters)."""
-    rows = []
+    bookkeeping's place matters). Yields each configuration's rows, one per variant, as soon as it is measured (a
+    run cut short keeps what it has)."""
     other = "optimal-device" if cuda else "optimal-host"
     every = VARIANTS + ([other] if (cuda if placement_variant is None else placement_variant) else [])
     configurations = [(batch, beam) for batch in batches for beam in beams]
@@ -46,9 +46,8 @@ def bench_decoding(session, timer, parts, src, n_lines, beams, batches, rounds, 
             for v, fields in count_fields(totals).items():
                 config_rows[v].update(fields)
         for v in variants:
-            rows.append(config_rows[v])
             _report(config_rows[v], time_it, count)
-    return rows
+        yield [config_rows[v] for v in variants]
 
 
 def _timed_rounds(session, timer, parts, src, beam, batch, searches, sync, rounds, min_seconds, order,

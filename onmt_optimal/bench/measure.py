@@ -32,11 +32,13 @@ def device_names(gpu: int, threads: int) -> tuple[str, str]:
     return device, machine + (f", CUDA {torch.version.cuda}" if cuda else "")
 
 
-def measure(models: list[dict], args, beams: list[int], batches: list[int], work_root: Path) -> dict:
+def measure(models: list[dict], args, beams: list[int], batches: list[int], work_root: Path,
+            on_progress=None) -> dict:
     """The run's ``{"meta", "rows", "sweep"}``. ``models``: ``models.resolve_models``; ``args``: the command
     line's options (``gpu`` and ``clock`` already chosen); each model's cleaned data goes to a folder of its own
     under ``work_root`` (two runs at once must not rewrite each other's source files mid-decode), removed
-    however the run ends."""
+    however the run ends. ``on_progress``: called with the run so far (its meta marked ``partial``) after each
+    configuration, so that a run ended by a time limit leaves what it measured."""
     cuda = args.gpu >= 0
     clock = CLOCKS[args.clock]
     device, machine = device_names(args.gpu, args.threads)
@@ -64,11 +66,17 @@ def measure(models: list[dict], args, beams: list[int], batches: list[int], work
             ratio = estimate_with_model(session, lines, refs).corpus
             if args.progress:
                 print(f"model {model['name']} ({model['config']}), {device}", file=sys.stderr)
-            for row in bench_decoding(session, timer, parts, src, len(kept), beams, batches, args.rounds, args.reward,
-                                      ratio, sync, args.min_seconds, cuda=cuda, count=args.count or args.count_only,
-                                      time_it=not args.count_only, progress=args.progress,
-                                      placement_variant=args.placement_variant, order=args.order):
-                rows.append({"model": model["name"], **row})
+            here = {"name": model["name"], "config": model["config"], "src": model["src"], "lines": len(kept),
+                    "ratio": ratio}
+            for config_rows in bench_decoding(session, timer, parts, src, len(kept), beams, batches, args.rounds,
+                                              args.reward, ratio, sync, args.min_seconds, cuda=cuda,
+                                              count=args.count or args.count_only, time_it=not args.count_only,
+                                              progress=args.progress, placement_variant=args.placement_variant,
+                                              order=args.order):
+                rows.extend({"model": model["name"], **row} for row in config_rows)
+                if on_progress is not None:
+                    on_progress({"meta": dict(_meta(metas + [here], args, device, machine, sweep), partial=True),
+                                 "rows": rows, "sweep": sweep})
             if m == 0 and args.sweep_lines > 0 and not args.count_only:
                 sweep_src = work / "sweep.src"
                 sweep_src.write_text("\n".join(lines[: args.sweep_lines]) + "\n", encoding="utf-8")
@@ -76,13 +84,16 @@ def measure(models: list[dict], args, beams: list[int], batches: list[int], work
                                     SWEEP_REWARDS, ratio, progress=args.progress, clock=clock)
                 sweep["model"] = model["name"]
                 print(f"sweep: {sweep}")
-            metas.append({"name": model["name"], "config": model["config"], "src": model["src"], "lines": len(kept),
-                          "ratio": ratio})
+            metas.append(here)
             del session, timer, parts
+    return {"meta": _meta(metas, args, device, machine, sweep), "rows": rows, "sweep": sweep}
+
+
+def _meta(metas: list[dict], args, device: str, machine: str, sweep) -> dict:
+    """The run's description: the models so far, the options, where it ran."""
     first = metas[0]
-    meta = {"device": device, "machine": machine, "models": metas,
+    return {"device": device, "machine": machine, "models": metas,
             "config": first["config"], "lines": first["lines"], "rounds": args.rounds,
             "min_seconds": args.min_seconds, "reward": args.reward, "ratio": first["ratio"],
             "sweep_lines": args.sweep_lines if sweep else 0, "count_only": args.count_only, "order": args.order,
             "clock": args.clock, "precision": args.precision}
-    return {"meta": meta, "rows": rows, "sweep": sweep}

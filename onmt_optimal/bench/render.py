@@ -81,6 +81,9 @@ def report(meta, rows, sweep) -> str:
              + "; ".join(f"{'`' + m['name'] + '` ' if m['name'] else ''}(`{m['config']}`, first {m['lines']} dev "
                          f"sentences, rho = {m['ratio']:.4f})" for m in models)
              + f". optimal+r: r = {meta['reward']}, rho as given.", ""]
+    if meta.get("partial"):
+        lines += ["**Partial**: the run ended before its last configuration; the rows below are those it had "
+                  "measured.", ""]
     if timed and meta.get("order") == "block":
         lines += ["Order: block (`--order block`). Each round decodes all the sentences with one variant, then "
                   "with the next, as a user decodes a file, in an order that rotates from round to round; no "
