@@ -61,8 +61,9 @@ def ratio(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(
         prog="onmt-optimal ratio",
         description="Estimate rho = |reference| / |source| on a dev set, in the tokens the model sees (after "
-        "its transforms). Pass the model's translate options after '--', e.g. -- -config translate.yaml "
-        "(onmt_translate's; or eole predict's, e.g. -- -model_path MODEL_DIR).")
+        "its transforms). Prints one line starting '-length_ratio RHO': pass that RHO (the corpus ratio). Pass the "
+        "model's translate options after '--', e.g. -- -config translate.yaml (onmt_translate's; or eole "
+        "predict's, e.g. -- -model_path MODEL_DIR).")
     parser.add_argument("--src", required=True)
     parser.add_argument("--refs", nargs="+", required=True)
     parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
@@ -78,7 +79,19 @@ def _ratio(args) -> None:
     from onmt_optimal.tools.length_ratio import estimate_with_model, read_corpus
 
     src, refs = read_corpus(args.src, args.refs, args.unescape_moses)
+    _warn_escapes("ratio", args, src, refs)
     print(estimate_with_model(_session(args.translate_args), src, refs))
+
+
+def _warn_escapes(command: str, args, src_lines: list[str], refs: list[list[str]]) -> None:
+    """One line on stderr when the files read without --unescape-moses look Moses-escaped."""
+    if args.unescape_moses:
+        return
+    from onmt_optimal.tools.length_ratio import escape_warning
+
+    warning = escape_warning(args.src, args.refs, src_lines, refs)
+    if warning:
+        sys.stderr.write(f"{PROG} {command}: warning: {warning}\n")
 
 
 def sweep(argv: list[str]) -> None:
@@ -121,6 +134,7 @@ def _sweep_args(args) -> tuple[list[int], list[float], list[str], list[list[str]
     tool_args.check_ray(args.ray_workers, args.ray_gpus_per_worker)
     tool_args.check_out(args.out, args.src, args.refs, args.translate_args)
     src_lines, refs = read_corpus(args.src, args.refs, args.unescape_moses)
+    _warn_escapes("sweep", args, src_lines, refs)
     if not src_lines:
         raise RatioError(f"--src {args.src} has no line: there is nothing to sweep")
     return beams, rewards, src_lines, refs

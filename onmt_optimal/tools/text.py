@@ -24,6 +24,27 @@ _MOSES_AT = re.compile(r"\s*@([-,.])@\s*")
 _SPACES = re.compile(r"\s+")
 
 
+# Any one of those escapes or joiners: how ``moses_escaped`` tells a Moses-escaped file.
+_MOSES_ANY = re.compile("|".join([re.escape(entity) for entity, _ in MOSES_ENTITIES] + [r"\s@[-,.]@\s"]))
+
+
+def moses_escaped(lines: list[str]) -> tuple[int, list[str]]:
+    """How many of ``lines`` carry a Moses escape (``&apos;``, ``@-@``, ...), and the distinct escapes seen (at
+    most three, in order of first appearance): (0, []) for text that ``unescape_moses`` leaves as it is."""
+    count, seen = 0, []
+    for line in lines:
+        if "&" not in line and "@" not in line:
+            continue
+        found = _MOSES_ANY.findall(line)
+        if found:
+            count += 1
+            for escape in found:
+                escape = escape.strip()
+                if escape not in seen and len(seen) < 3:
+                    seen.append(escape)
+    return count, seen
+
+
 def unescape_moses(line: str) -> str:
     """Undo Moses tokenizer escapes (HTML entities and ``@-@``-style joiners)."""
     if "@" in line:

@@ -23,7 +23,9 @@ def test_ratio_and_sweep_commands(toy_model, tmp_path):
     assert ratio.returncode == 0, ratio.stderr[-2000:]
     src = (tmp_path / "dev.src").read_text().split()
     tgt = (tmp_path / "dev.tgt").read_text().split()
-    assert f"corpus {len(tgt) / len(src):.4f}" in ratio.stdout  # the toy model has no transforms
+    # one line, the option and its one number first (the toy model has no transforms), and no warning
+    assert ratio.stdout.splitlines()[0].startswith(f"-length_ratio {len(tgt) / len(src):.4f}  ")
+    assert len(ratio.stdout.splitlines()) == 1 and "warning" not in ratio.stderr
     out = tmp_path / "sweep.json"
     sweep = subprocess.run([sys.executable, "-m", "onmt_optimal", "sweep", "--src", str(tmp_path / "dev.src"),
                             "--refs", str(tmp_path / "dev.tgt"), "--beams", "1-2", "--rewards", "0,1",
@@ -35,6 +37,31 @@ def test_ratio_and_sweep_commands(toy_model, tmp_path):
     assert families == {"default", "default_avg", "optimal", "optimal_reward", "shrinking_norm", "shrinking_reward"}
     assert {r["beam"] for r in rows} == {1, 2}
     assert all(r["sentences"] == 12 for r in rows)
+
+
+def test_ratio_warns_once_when_the_references_look_moses_escaped(toy_model, tmp_path):
+    """TVsub's raw dev.en carries Moses escapes: read as it is, its ratio was 1.5532, not the 1.3059 of the text
+    the model was trained on, and nothing said so. Now one warning line says to add --unescape-moses."""
+    toy.write_corpus(tmp_path / "dev", 12, seed=9, max_len=8)
+    refs = (tmp_path / "dev.tgt").read_text().splitlines()
+    refs[3] = refs[3] + " @-@ x &apos;s"
+    (tmp_path / "dev.tgt").write_text("".join(line + "\n" for line in refs))
+
+    def ratio(*flags):
+        done = subprocess.run([sys.executable, "-m", "onmt_optimal", "ratio", *flags, "--src",
+                               str(tmp_path / "dev.src"), "--refs", str(tmp_path / "dev.tgt"), "--", "-model",
+                               str(toy_model)], capture_output=True, text=True, env=ENV)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done
+
+    escaped = ratio()
+    warnings = [line for line in escaped.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1, escaped.stderr[-2000:]
+    assert warnings[0].startswith("onmt-optimal ratio: warning: --refs ") and "1 of 12 lines" in warnings[0]
+    assert "@-@ &apos;" in warnings[0] and "add --unescape-moses" in warnings[0]
+    clean = ratio("--unescape-moses")
+    assert "warning" not in clean.stderr
+    assert escaped.stdout.split()[1] != clean.stdout.split()[1]  # escaped, 3 tokens more on line 4
 
 
 def test_sweep_checks_its_files_before_the_model_and_keeps_an_earlier_output(toy_model, tmp_path):

@@ -55,7 +55,7 @@ def test_ratio_and_sweep_commands_take_an_eole_model(encoder_decoder, src, tmp_p
     assert done.returncode == 0, done.stderr[-3000:]
     src_len = sum(len(line.split()) for line in src.read_text().splitlines())
     ref_len = sum(len(line.split()) for line in ref.read_text().splitlines())
-    assert f"corpus {ref_len / src_len:.4f}" in done.stdout
+    assert done.stdout.startswith(f"-length_ratio {ref_len / src_len:.4f}  ")
     out = tmp_path / "sweep.json"
     done = subprocess.run([sys.executable, "-m", "onmt_optimal", "sweep", "--src", src, "--refs", ref, "--beams",
                            "2", "--rewards", "0,1", "--out", out, "--", "-model_path", encoder_decoder, *COMMON],

@@ -26,6 +26,20 @@ def test_length_ratio_corpus_and_sentence_means():
         estimate([0], [[1]])
 
 
+def test_moses_escapes_are_told_and_what_the_ratio_prints():
+    from onmt_optimal.tools.length_ratio import RatioEstimate, escape_warning
+    from onmt_optimal.tools.text import moses_escaped
+
+    assert moses_escaped(["it &apos;s", "a @-@ b", "x &amp; y &quot;z&quot; &#124;", "me@x.com & you", ""]) == (
+        3, ["&apos;", "@-@", "&amp;"])
+    assert escape_warning("s", ["r"], ["plain", "it's"], [["a-b", "c & d"]]) is None
+    line = escape_warning("s", ["r0", "r1"], ["a", "b"], [["a", "b"], ["it &apos;s", "b"]])
+    assert line == "--refs r1 has 1 of 2 lines with Moses escapes (&apos;): add --unescape-moses to count them " \
+                   "as the text the model was trained on"
+    printed = str(RatioEstimate(1.30594, 1.4, 1086))
+    assert printed.split()[:2] == ["-length_ratio", "1.3059"] and "\n" not in printed
+
+
 def test_corpus_score_uses_every_reference_and_checks_lengths():
     hyps = ["a b c d", "e f"]
     one = corpus_score(hyps, [["a b c d", "x y"]])
