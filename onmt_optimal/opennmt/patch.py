@@ -34,7 +34,10 @@ usage text (``onmt.bin.translate._get_parser``), and wraps ``onmt.bin.translate.
 ``-ray_workers N`` runs on Ray (``onmt_optimal.distributed``; the workers run ``apply`` first, handed to them as
 a function), after refusing, before the model loads, what the run cannot do: an unreadable -src, an unwritable
 output, a file it writes that is one it reads (``-output`` naming the model, ``-log_file`` naming ``-src``: stock
-destroyed the input and exited 0) or another it writes (``opennmt.run_files``).
+destroyed the input and exited 0) or another it writes (``opennmt.run_files``). With our flags on and ``-output``
+standard output (``-``, ``/dev/stdout``), the command's closing prints (``Time w/o python interpreter
+load/terminate``, ``-profile``'s table) go to stderr, so stdout holds the translations alone
+(``_closing_prints``); with none of our flags they stay where stock prints them.
 """
 from __future__ import annotations
 
@@ -286,6 +289,33 @@ def _guard_config(parser) -> None:
         reader.parse = yaml_guard.guarded(reader.parse)
 
 
+def _closing_prints(own, flags) -> None:
+    """With our flags on and ``-output`` standard output, make ``onmt.bin.translate.main``'s own prints after
+    the run (``Time w/o python interpreter load/terminate: ...``, ``-profile``'s table) go to stderr: stdout then
+    holds one line per input (``| tee out.txt``, ``| wc -l``). Stock prints them on stdout, where a file
+    ``-output`` leaves them alone; without our flags, and with a file ``-output``, they stay there."""
+    from onmt_optimal import atomic
+
+    cli = sys.modules.get("onmt.bin.translate")
+    if cli is None:
+        return
+    output = getattr(own, "output", None)
+    if flags.active and isinstance(output, str) and atomic.is_stdout(output):
+        cli.print = _print_to_stderr  # main looks ``print`` up in its module first, at call time
+    elif ours(getattr(cli, "print", None)):
+        del cli.print  # an earlier run's, in the same process: this one prints as stock
+
+
+@mark
+def _print_to_stderr(*args, **kwargs) -> None:
+    """``print``, to stderr where no ``file`` is given."""
+    import builtins
+
+    if kwargs.get("file") is None:
+        kwargs["file"] = sys.stderr
+    builtins.print(*args, **kwargs)
+
+
 def _dispatching(stock_translate):
     """``onmt.bin.translate.translate`` (looked up by ``main`` at call time) that first refuses what the
     command's run cannot do (``options.check_command``: an unreadable -src, an -output in a missing directory, a
@@ -302,6 +332,7 @@ def _dispatching(stock_translate):
 
         own, flags = read_parsed(opt)
         check_command(own, flags)
+        _closing_prints(own, flags)
         if not workers(flags):
             with one_line_loads():
                 return stock_translate(opt)

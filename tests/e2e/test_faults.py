@@ -138,7 +138,31 @@ def test_output_to_a_pipe_streams_every_line(toy_model, corpora, tmp_path):
                           env=ENV, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
-    assert len(lines) == 401 and lines[-1].startswith("Time w/o")  # then stock's closing print
+    assert len(lines) == 401 and lines[-1].startswith("Time w/o")  # no flag of ours: stock's closing print stays
+
+
+@pytest.mark.parametrize("command,output,ours", [
+    ("onmt_translate", "/dev/stdout", True), ("onmt_translate", "-", True),
+    ("python -m onmt_optimal translate", "/dev/stdout", True), ("onmt_translate", "/dev/stdout", False)])
+def test_standard_output_holds_one_line_per_input(toy_model, tmp_path, command, output, ours):
+    """``onmt_translate ... -output /dev/stdout | tee out.txt`` (docs/usage.md, Streams) gave 4 lines for 3
+    inputs: OpenNMT-py's closing ``Time w/o python interpreter load/terminate`` print came after them. With our
+    flags it goes to stderr; without them it stays where stock prints it (docs/differences.md)."""
+    toy.write_corpus(tmp_path / "three", 3, seed=3, max_len=6)
+    exe = ONMT_TRANSLATE if command == "onmt_translate" else f"{sys.executable} -m onmt_optimal translate"
+    flags = [*OURS, "-stats_file", str(tmp_path / "s.jsonl")] if ours else []
+    line = " ".join([exe, "-model", str(toy_model), "-src", str(tmp_path / "three.src"), "-output", output, *flags])
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", f"{line} | tee {tmp_path / 'out.txt'}"], env=ENV,
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert (tmp_path / "out.txt").read_text().splitlines() == lines
+    if ours:
+        assert len(lines) == 3 and not any(x.startswith("Time w/o") for x in lines), lines
+        assert sum(x.startswith("Time w/o") for x in proc.stderr.splitlines()) == 1, proc.stderr[-3000:]
+        assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 3
+    else:
+        assert len(lines) == 4 and lines[-1].startswith("Time w/o"), lines
 
 
 def test_a_reader_that_closes_the_pipe_is_one_line(toy_model, corpora, tmp_path):
