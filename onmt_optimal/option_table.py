@@ -53,6 +53,9 @@ class Option:
     helps: tuple[tuple[str, str], ...] = ()
     names: tuple[tuple[str, str], ...] = ()
     metavars: tuple[tuple[str, str | None], ...] = ()
+    #: whether a server's client may set it (a clone's ``"opt"``, a request's settings): a search option that
+    #: changes the decode only; False for one that names a file or acts outside the decode
+    client: bool = True
 
     def default_for(self, toolkit: str):
         return dict(self.defaults).get(toolkit, self.default)
@@ -124,12 +127,12 @@ TABLE: tuple[Option, ...] = (
         "stats_file", str, None,
         "Write one JSON line per input sentence, in input order: decoding steps, stop reason, "
         "final score, raw log-probability, output length |y|, l, source length, completed hypotheses.",
-        (OPENNMT, EOLE), metavar="PATH"),
+        (OPENNMT, EOLE), metavar="PATH", client=False),
     Option(
         "progress", bool, False,
         "Show a progress bar on stderr (tqdm): sentences translated out of the lines of -src. Changes "
         "nothing else (stock search stays stock).",
-        (OPENNMT,)),
+        (OPENNMT,), client=False),
     Option(
         "drop_finished", bool, False,
         "Drop an input from the batch once it is done: the model runs on fewer rows (faster at large batches), "
@@ -166,6 +169,25 @@ TABLE: tuple[Option, ...] = (
 
 #: the options by name
 BY_NAME = {option.name: option for option in TABLE}
+
+
+#: the toolkit's own options a server's client may set (``client_options``), by their names on its command line:
+#: the decode's settings only (sizes, lengths, penalties, blocking, sampling, batching), none that names a file,
+#: loads a config, exits, logs, picks a device or a precision
+CLIENT_OWN = {
+    OPENNMT: ("beam_size", "n_best", "min_length", "max_length", "max_length_ratio", "length_penalty", "alpha",
+              "beta", "coverage_penalty", "stepwise_penalty", "ratio", "block_ngram_repeat",
+              "ignore_when_blocking", "ban_unk_token", "replace_unk", "random_sampling_topk",
+              "random_sampling_topp", "random_sampling_temp", "seed", "batch_size", "batch_type"),
+}
+
+
+def client_options(toolkit: str) -> tuple[str, ...]:
+    """The options a client of ``toolkit``'s server may set, each by its exact name: the toolkit's own decoding
+    options (``CLIENT_OWN``), then the search's options of the table that a client may choose (``Option.client``).
+    The allow-list of every request that carries options (``opennmt.server_files.client_problem``)."""
+    return (*CLIENT_OWN.get(toolkit, ()),
+            *(o.name_for(toolkit) for o in taken_by(toolkit, SEARCH) if o.client))
 
 
 def taken_by(toolkit: str, group: str | None = None) -> tuple[Option, ...]:

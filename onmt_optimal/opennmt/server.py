@@ -25,8 +25,9 @@ has (``patch_command``):
   ``maybe_tokenize`` (how many segments each input made, which were empty);
 * ``TranslationServer.start``: every file the config makes the server read and write is checked first
   (``server_files.check_config``: distinct, regular, writable), before any model or log file is opened;
-* ``TranslationServer.clone_model``: a client's ``"opt"`` may set no option that names a file
-  (``server_files.CLIENT_REFUSED``: refused in one line, nothing registered); the clone gets a fresh id (stock
+* ``TranslationServer.clone_model``: a client's ``"opt"`` may set only the decoding options of
+  ``server_files.CLIENT_OPTIONS``, each by its exact name (``server_files.client_problem``: anything else is
+  refused in one line, nothing registered, no file read); the clone gets a fresh id (stock
   took the body's ``"timeout"`` for it, failed on ``load_time`` with a 500 and left the model registered under
   that id), the timeout as its timeout, its model's files, root and tokenizer, and is loaded;
 * ``onmt.bin.server.start`` (``main``'s): a refused option (at start-up: every model's ``"opt"`` is parsed then,
@@ -111,9 +112,10 @@ def _parsed(parse_opt):
 
     @functools.wraps(parse_opt)
     def parse(self, opt):
-        from onmt_optimal.opennmt.server_files import check_opt
+        from onmt_optimal.opennmt.server_files import check_opt, read_key
 
         check_opt(opt)
+        _canonical(opt, read_key)
         _switches(opt)
         argv = sys.argv
         try:
@@ -131,6 +133,21 @@ def _parsed(parse_opt):
         return parsed
 
     return mark(parse)
+
+
+def _canonical(opt: dict, read_key) -> None:
+    """``opt``'s keys (in place: it is the model's ``user_opt``, which its clones copy) as the options' names,
+    read as OpenNMT-py's parser reads them (``server_files.read_key``, after ``check_opt`` refused what cannot be
+    read so): the command line stock makes of it then says what the checks read. A key the parser does not know
+    stays as it is (the parser refuses it); of several keys setting one option the last wins, as on a command
+    line."""
+    named = {}
+    for key, value in opt.items():
+        dest = read_key(key)[0]
+        named.pop(dest or key, None)
+        named[dest or key] = value
+    opt.clear()
+    opt.update(named)
 
 
 def _switches(opt: dict) -> None:
@@ -261,8 +278,7 @@ def _clone_model(self, model_id, opt, timeout=-1):
     ``opt`` (None: its own options) under a fresh id; returns ``(new id, load time)``."""
     from onmt.translate.translation_server import ServerModelError
 
-    from onmt_optimal.options import OptionError
-    from onmt_optimal.opennmt.server_files import CLIENT_REFUSED, by_dest
+    from onmt_optimal.opennmt.server_files import client_problem
 
     source = self.models.get(model_id)
     if source is None:
@@ -275,13 +291,9 @@ def _clone_model(self, model_id, opt, timeout=-1):
     else:
         if not isinstance(opt, dict):
             raise ServerModelError(f"clone of model {model_id}: opt must be an object of options (got {opt!r})")
-        try:
-            named = [name for name in by_dest(opt) if name in CLIENT_REFUSED]
-        except OptionError as err:
-            raise option_error()(f"clone of model {model_id}: {err}") from None
-        if named:
-            raise option_error()(f"clone of model {model_id}: \"{named[0]}\" names a file or a package, which "
-                                 f"a client may not choose: only the server's config names them")
+        problem = client_problem(opt)
+        if problem is not None:
+            raise option_error()(f"clone of model {model_id}: {problem}")
         opt = dict(opt)
     opt["models"] = [os.path.abspath(m) for m in source.opt.models]
     settings = {**getattr(source, SETTINGS, {}), "timeout": timeout, "load": True}

@@ -10,8 +10,11 @@ is not a regular file or cannot take appended lines (``options.check_appended``)
 some model reads (through links too: ``options._same_file``), and two written files of different kinds that are
 one (models may share a ``stats_file``, told apart by the records' ``model``, or a ``log_file``).
 
-``CLIENT_REFUSED`` are the options a client's ``/clone_model`` may not set: every option that names a file (or a
-package to load), so that no request chooses a path (``server.patch_translation_server``).
+Every key of a model's ``"opt"`` is read as OpenNMT-py's parser reads the ``-KEY`` token stock's ``parse_opt``
+makes of it (``read_key``: a leading dash, ``OPTION=VALUE`` inside a key, a unique abbreviation, ``hX``), so that
+no check is skipped by spelling (``by_dest``). ``CLIENT_OPTIONS`` are the only options a client's
+``/clone_model`` may set (``client_problem``): decoding settings, each by its exact name, never a file, a config,
+a package to load or an option that makes the parser exit (``server.patch_translation_server``).
 """
 from __future__ import annotations
 
@@ -20,13 +23,12 @@ import json
 import os
 
 from onmt_optimal.opennmt import run_files
+from onmt_optimal.option_table import OPENNMT, client_options
 
 #: path-typed options of a model's ``"opt"`` (OpenNMT-py's ``dest`` names)
 PATH_OPTIONS = ("save_config", *run_files.READ, *run_files.WRITTEN)
-#: what a client's ``/clone_model`` may not set: the files, the checkpoints (a clone keeps its model's), the
-#: options that hold a file inside a structure or name a package to load, and ``transforms``
-CLIENT_REFUSED = ("model", "models", *PATH_OPTIONS, "src_onmttok_kwargs", "tgt_onmttok_kwargs",
-                  "src_spacy_language_model", "tgt_spacy_language_model", "transforms")
+#: what a client's ``/clone_model`` may set, the only options (``client_problem``): decoding settings
+CLIENT_OPTIONS = client_options(OPENNMT)
 #: the files a served model writes, in the order they are compared
 APPENDED = ("stats_file", "log_file")
 
@@ -35,12 +37,19 @@ TRANSFORMS = ('"transforms" in a model\'s "opt" is ignored by onmt_server (it ap
 
 
 def check_opt(opt: dict) -> dict:
-    """A model's ``"opt"`` (before OpenNMT-py turns it into a command line), by option (``by_dest``): no
+    """A model's ``"opt"`` (before OpenNMT-py turns it into a command line), by option (``by_dest``: each key read
+    as the parser reads it), with the values of a ``"config"`` YAML it loads where ``opt`` sets none: no
     ``"transforms"``, and each path-typed option a string (``5`` or ``["a", "b"]`` would name a file ``5`` or
-    ``['a', 'b']``). Returns ``by_dest(opt)``."""
+    ``['a', 'b']``, a YAML ``true`` one named ``True``). Returns the options by ``dest``."""
     from onmt_optimal.options import OptionError, OptionTypeError, check_path_type
 
     named = by_dest(opt)
+    if isinstance(named.get("config"), str):
+        for key, value in _config_values(named["config"]).items():
+            if key in PATH_OPTIONS:
+                check_path_type(f"-{key} (in -config {named['config']})", value)
+            if key in PATH_OPTIONS or key == "transforms":
+                named.setdefault(key, value)
     if "transforms" in named:
         raise OptionError(TRANSFORMS)
     for name in PATH_OPTIONS:
@@ -52,36 +61,175 @@ def check_opt(opt: dict) -> dict:
     return named
 
 
-def by_dest(opt: dict) -> dict:
-    """``opt``'s values by the option each key sets (``"-log_file"`` sets ``log_file``, ``"model"`` and
-    ``"models"`` set ``models``), the last one winning as on a command line; a key OpenNMT-py's parser does not
-    know stays as it is (the parser refuses it). A key that abbreviates an option's name (``"stats_fil"``, which
-    argparse would take for ``-stats_file``) is refused: the checks read options by their full names."""
+def _config_values(path: str) -> dict:
+    """The top-level values of the YAML ``path`` a model's ``"config"`` loads (configargparse reads each key as
+    the option of that exact name); {} where it cannot be read (the parser then says why, to the operator)."""
+    import yaml
+
+    from onmt_optimal.adapter import yaml_guard
+
+    yaml_guard.check("-config", path)  # (a pathological file: one line)
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = yaml.load(f, Loader=yaml_guard._loader())
+    except (OSError, ValueError, yaml.YAMLError):
+        return {}
+    return values if isinstance(values, dict) else {}
+
+
+class _Unreadable(Exception):
+    """A command-line token OpenNMT-py's parser could not read (an ambiguous abbreviation)."""
+
+
+@functools.lru_cache(maxsize=1)
+def _parser():
+    """``onmt_translate``'s parser as the server builds it (ours included), whose errors are raised, not printed."""
+    import onmt.opts
+    from onmt.utils.parse import ArgumentParser
+
+    class Reading(ArgumentParser):
+        def error(self, message):
+            raise _Unreadable(" ".join(str(message).split()))
+
+    parser = Reading()
+    onmt.opts.translate_opts(parser)
+    return parser
+
+
+def read_token(token: str):
+    """How OpenNMT-py's parser reads one command-line ``token``: ``(action, option string, explicit argument)``
+    for an option (``action`` None: one it does not know), None for a value; argparse's own reading (an exact
+    option string, ``OPTION=VALUE``, a unique abbreviation, ``-h`` followed by more letters). Raises
+    ``_Unreadable`` for an ambiguous abbreviation."""
+    found = _parser()._parse_optional(token)
+    if isinstance(found, list):  # (newer Pythons: every reading, each with its separator)
+        if len(found) != 1:
+            raise _Unreadable(f"ambiguous option: {token}")
+        found = found[0]
+    if found is None:
+        return None
+    if len(found) == 4:
+        found = (found[0], found[1], found[3])
+    return found
+
+
+def read_key(key) -> tuple[str | None, str | None, str | None]:
+    """How OpenNMT-py's server reads a key of a model's ``"opt"``: stock's ``parse_opt`` writes it ``-KEY`` on a
+    command line, so ``"-stats_file"``, ``"stats_fil"`` and ``"stats_file=/a/file"`` all set ``stats_file``.
+    Returns ``(dest, option string, explicit argument)``: ``dest`` None for a key the parser does not read as an
+    option it knows (it refuses it), the explicit argument not None where the key holds a value of its own
+    (``OPTION=VALUE``, ``hX``). Raises ``options.OptionError`` for a key it cannot read (not a string, ambiguous)."""
     from onmt_optimal.options import OptionError
 
-    actions = _option_strings()
+    if key == "models":
+        return "models", "-model", None  # stock's own key: "-model" and the model's files
+    if not isinstance(key, str) or not key:
+        raise OptionError(f"{json.dumps(key)} is not an option's name")
+    try:
+        found = read_token(f"-{key}")
+    except _Unreadable:
+        raise OptionError(f"{_quoted(key)} could abbreviate several options' names: write one in full") from None
+    if found is None or found[0] is None:
+        return None, None, None
+    action, option_string, explicit = found
+    return action.dest, option_string, explicit
+
+
+def _quoted(key, most: int = 60) -> str:
+    text = json.dumps(key, ensure_ascii=False)
+    return text if len(text) <= most else f"{text[:most - 4]}...\""
+
+
+def by_dest(opt: dict) -> dict:
+    """``opt``'s values by the option each key sets, read as OpenNMT-py's parser reads it (``read_key``:
+    ``"-log_file"`` sets ``log_file``, ``"model"`` and ``"models"`` set ``models``), the last one winning as on a
+    command line; a key the parser does not know stays as it is (the parser refuses it). Refused in one line
+    (``options.OptionError``), so that no check can be skipped by spelling: a key that abbreviates an option's
+    name (``"stats_fil"``), that holds its value (``"stats_file=/a/file"``, ``"hX"``), that makes the parser exit
+    (``"h"``, ``"help"``, ``"save_config"``), and a value that the parser would read as an option
+    (``"verbose": "-stats_file=/a/file"``)."""
+    from onmt_optimal.options import OptionError
+
     named = {}
     for key, value in opt.items():
-        flag = f"-{key}"
-        if key == "models" or flag in actions:
-            named["models" if key == "models" else actions[flag]] = value
-        elif any(known.startswith(flag) for known in actions):
-            raise OptionError(f'"{key}" abbreviates an option\'s name: write it in full')
-        else:
+        dest, option_string, explicit = read_key(key)
+        if dest is None:
             named[key] = value
+            continue
+        if explicit is not None:
+            raise OptionError(f"{_quoted(key)} holds a value inside the key (the parser reads it as "
+                              f"{option_string} with a value): write \"{dest}\": VALUE")
+        if key != "models" and option_string.lstrip("-") != key.lstrip("-"):
+            raise OptionError(f"{_quoted(key)} abbreviates an option's name: write it in full")
+        if dest in EXITING:
+            raise OptionError(f"{_quoted(key)} makes OpenNMT-py's parser {EXITING[dest]} and exit: not an option "
+                              f"of a served model")
+        _check_value(key, value)
+        named[dest] = value
     return named
+
+
+#: options whose parsing ends the process (stock's server never answered the request, or ended at start-up)
+EXITING = {"help": "print its help", "save_config": "write a config file"}
+
+
+def _check_value(key, value) -> None:
+    """A value stock's ``parse_opt`` writes as a token of its own (any but a boolean) must be read as a value:
+    ``"verbose": "-stats_file=/a/file"`` would set ``-stats_file``."""
+    from onmt_optimal.options import OptionError
+
+    if isinstance(value, bool):
+        return
+    for token in ([str(v) for v in value] if key == "models" and isinstance(value, list) else [str(value)]):
+        try:
+            found = read_token(token)
+        except _Unreadable:
+            found = (None, token, None)
+        if found is not None and found[0] is not None:
+            raise OptionError(f"the value of {_quoted(key)} would be read as the option {found[1]}: a value may "
+                              f"not start with '-' followed by an option's name")
+
+
+def client_problem(opt: dict) -> str | None:
+    """Why a client's ``"opt"`` (``/clone_model``) is refused, in one line, or None: each key must name, in full and
+    as OpenNMT-py's parser reads it (``read_key``), an option of ``CLIENT_OPTIONS``, a switch must be true or
+    false and any other value a word or a number that the parser reads as a value. Nothing of a file is said."""
+    from onmt_optimal.options import OptionError
+
+    allowed = CLIENT_OPTIONS
+    for key, value in opt.items():
+        try:
+            dest, option_string, explicit = read_key(key)
+        except OptionError as err:
+            return str(err)
+        if key not in allowed or dest != key or explicit is not None:
+            said = "" if dest is None or explicit is not None or option_string.lstrip("-") == key else \
+                f" (the parser reads it as {option_string})"
+            return (f"{_quoted(key)}{said} is not an option a client may set: a client's \"opt\" sets only "
+                    f"{', '.join(allowed)}, each by its name")
+        switch = _parser()._option_string_actions[option_string].nargs == 0
+        if switch and not isinstance(value, bool):
+            return f"\"{dest}\" is a switch: true or false (got {_kind(value)})"
+        if not switch and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+            return f"\"{dest}\" takes a word or a number (got {_kind(value)})"
+        try:
+            _check_value(key, value)
+        except OptionError as err:
+            return str(err)
+    return None
+
+
+def _kind(value) -> str:
+    return {dict: "an object", list: "a list", bool: "a boolean", type(None): "null"}.get(type(value), "a string"
+                                                                                      if isinstance(value, str)
+                                                                                      else "a number")
 
 
 @functools.lru_cache(maxsize=1)
 def _option_strings() -> dict:
     """``onmt_translate``'s option strings (``-stats_file``, ``--stats_file``, ...) -> the option's ``dest``, as
     the server's parser registers them (ours included)."""
-    import onmt.opts
-    from onmt.utils.parse import ArgumentParser
-
-    parser = ArgumentParser()
-    onmt.opts.translate_opts(parser)
-    return {string: action.dest for string, action in parser._option_string_actions.items()}
+    return {string: action.dest for string, action in _parser()._option_string_actions.items()}
 
 
 def check_config(config_file: str) -> None:

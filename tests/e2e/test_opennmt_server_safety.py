@@ -24,8 +24,11 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from helpers import http_server
+from onmt_optimal.opennmt import server_files
 from helpers.one_line import one_error_line
 
 pytestmark = pytest.mark.slow  # every test here starts a server
@@ -104,7 +107,8 @@ def written_by_the_server(root: Path) -> dict:
             for name in ("stats.jsonl", "server.log")}
 
 
-# ------------------------------------------------------------------ a clone's "opt" names no file
+# ------------------------------------------------------------------ a clone's "opt": decoding options only
+SECRET = "password: hunter2-do-not-echo\nbeam_size: 4\n"
 CLONE_ATTACKS = [
     ("stats_file-outside", lambda root, out: {"stats_file": str(out / "new.jsonl")}),
     ("stats_file-victim", lambda root, out: {"stats_file": str(out / "victim.txt")}),
@@ -115,26 +119,61 @@ CLONE_ATTACKS = [
     ("output", lambda root, out: {"output": str(out / "victim.txt")}),
     ("dump_beam", lambda root, out: {"dump_beam": str(out / "victim.txt")}),
     ("save_config", lambda root, out: {"save_config": str(out / "victim.txt")}),
-    ("config", lambda root, out: {"config": str(out / "victim.txt")}),
+    ("config", lambda root, out: {"config": str(out / "secret.yaml")}),
     ("models", lambda root, out: {"models": [str(out / "victim.txt")]}),
     ("onmttok_kwargs", lambda root, out: {"src_onmttok_kwargs": "{'bpe_model_path': '/etc/passwd'}"}),
     ("transforms", lambda root, out: {"transforms": ["sentencepiece"]}),
     ("dashed-log_file", lambda root, out: {"-log_file": str(out / "victim.txt"), "log_file_level": "INFO"}),
     ("abbreviated-stats_file", lambda root, out: {"stats_fil": str(out / "victim.txt")}),
     ("abbreviated-output", lambda root, out: {"outp": str(out / "victim.txt")}),
+    # the value inside the key, as OpenNMT-py's parser reads "-KEY=VALUE" (and "--KEY=VALUE", abbreviated too)
+    ("key=stats_file", lambda root, out: {f"stats_file={out / 'victim.txt'}": True}),
+    ("key=dashed-stats_file", lambda root, out: {f"-stats_file={out / 'victim.txt'}": True}),
+    ("key=abbreviated-stats_file", lambda root, out: {f"-stats_fil={out / 'victim.txt'}": True}),
+    ("key=log_file", lambda root, out: {f"log_file={out / 'victim.txt'}": True, "log_file_level": "INFO"}),
+    ("key=config-secret", lambda root, out: {f"config={out / 'secret.yaml'}": True}),
+    ("key=save_config", lambda root, out: {f"save_config={out / 'saved.yaml'}": True}),
+    ("key=stats_file-conf", lambda root, out: {f"stats_file={root / 'conf.json'}": True}),
+    # options that make the parser exit (stock: the request never answered)
+    ("help-h", lambda root, out: {"h": True}),
+    ("help-dashed", lambda root, out: {"-h": True}),
+    ("help-word", lambda root, out: {"help": True}),
+    ("help-letters", lambda root, out: {"hx": True}),
+    # a value the parser would read as an option of its own
+    ("value-of-a-switch", lambda root, out: {"verbose": f"-stats_file={out / 'victim.txt'}"}),
+    ("value-of-an-allowed-option", lambda root, out: {"beam_size": f"-stats_file={out / 'victim.txt'}"}),
+    ("value-of-an-allowed-switch", lambda root, out: {"stepwise_penalty": f"-stats_file={out / 'victim.txt'}"}),
+    ("value-list", lambda root, out: {"ignore_when_blocking": ["a", f"-stats_file={out / 'victim.txt'}"]}),
+    # decoding options spelled otherwise than by their names, options that are no decoding settings
+    ("abbreviated-allowed", lambda root, out: {"beam": 2}),
+    ("double-dash", lambda root, out: {"--beam_size": 2}),
+    ("gpu", lambda root, out: {"gpu": 0}),
+    ("precision", lambda root, out: {"precision": "int8"}),
+    ("ray_workers", lambda root, out: {"ray_workers": 2}),
+    ("progress", lambda root, out: {"progress": True}),
+    ("verbose", lambda root, out: {"verbose": True}),
+    ("ambiguous", lambda root, out: {"s": str(out / "victim.txt")}),
+    ("not-a-name", lambda root, out: {"": True}),
 ]
 
 
-@pytest.mark.parametrize("name, opt", CLONE_ATTACKS, ids=[c[0] for c in CLONE_ATTACKS])
-def test_a_clone_that_names_a_file_is_refused_and_nothing_is_written(server, root, outside, name, opt):
+@pytest.fixture(scope="module")
+def secret(outside) -> Path:
+    path = outside / "secret.yaml"
+    path.write_text(SECRET)
+    return path
+
+
+def _refused_clone(server, root, outside, opt: dict, body_more: dict | None = None) -> str:
+    """The clone of model 7 with ``opt`` answered an error in one line, nothing registered, no file changed but
+    the server's own appended files (which only grew); the server still serving. Returns the error."""
     before, grown = checksums(root, outside, server.cwd), written_by_the_server(root)
     ids = model_ids(server)
-    answer = server.post(f"{ROOT}/clone_model/7", {"timeout": 556, "opt": {**SHARED, **OURS, **opt(root, outside)}})
+    answer = server.post(f"{ROOT}/clone_model/7", {"timeout": 556, "opt": opt, **(body_more or {})}, timeout=60)
     assert answer.status == 200 and answer.body["status"] == "error", answer.body
     error = answer.body["error"]
-    assert error.startswith("clone of model 7: ") and ("a client may not choose" in error
-                                                       or "abbreviates an option's name: write it in full" in error)
-    assert len(error.splitlines()) == 1
+    assert error.startswith("clone of model 7: ") and len(error.splitlines()) == 1, error
+    assert "hunter2" not in error and "password" not in error  # no file's content comes back
     assert model_ids(server) == ids  # nothing left registered (stock: model 556)
     refused = server.post(f"{ROOT}/translate", [{"id": 556, "src": "a b c"}])
     assert refused.status == 400 and refused.body["error"].startswith("no model 556"), refused.body
@@ -142,6 +181,53 @@ def test_a_clone_that_names_a_file_is_refused_and_nothing_is_written(server, roo
                                                                  if Path(k).name in grown}}
     now = written_by_the_server(root)
     assert all(now[k].startswith(grown[k]) for k in grown)
+    assert server.post(f"{ROOT}/translate", [{"id": 7, "src": "a b c"}]).status == 200  # serves on
+    return error
+
+
+@pytest.mark.parametrize("name, opt", CLONE_ATTACKS, ids=[c[0] for c in CLONE_ATTACKS])
+def test_a_clone_that_sets_more_than_decoding_options_is_refused_and_nothing_is_written(server, root, outside,
+                                                                                          secret, name, opt):
+    error = _refused_clone(server, root, outside, {**SHARED, **OURS, **opt(root, outside)})
+    assert any(says in error for says in ("is not an option a client may set", "would be read as the option",
+                                          "could abbreviate several options", "is not an option's name",
+                                          "is a switch: true or false", "takes a word or a number")), error
+
+
+KEYS = st.one_of(
+    st.deferred(lambda: st.sampled_from(sorted(server_files._option_strings())).map(lambda s: s.lstrip("-"))),
+    st.text(st.sampled_from("-=_/.abcdefhilmnoprstuvxyz015 "), min_size=1, max_size=24))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.builds(lambda key, dashes, cut, eq: "-" * dashes + (key[:max(1, len(key) - cut)] if cut else key)
+                     + eq, KEYS, st.integers(0, 2), st.integers(0, 6),
+                     st.sampled_from(["", "=victim.txt", "=/proc/self/root/etc/hostname", "=secret.yaml"])),
+       value=st.one_of(st.booleans(), st.integers(-3, 3), st.sampled_from(["victim.txt", "-stats_file=victim.txt",
+                                                                         "secret.yaml", "-h", "--help"])))
+def test_a_clone_key_off_the_allow_list_never_changes_a_file(server, root, outside, secret, key, value):
+    """The property: whatever a key not on the allow-list (``CLIENT_OPTIONS``, by its exact name) and its value,
+    the clone is refused, nothing is registered and no file changes."""
+    assume(key not in server_files.CLIENT_OPTIONS)
+    key = key.replace("victim.txt", str(outside / "victim.txt")).replace("secret.yaml", str(secret))
+    value = value.replace("victim.txt", str(outside / "victim.txt")) if isinstance(value, str) else value
+    _refused_clone(server, root, outside, {**SHARED, key: value})
+
+
+def test_a_clone_of_a_clone_keeps_the_operators_files_only(server, root, outside):
+    """A clone without "opt" takes its model's options (the operator's files); its clone again: neither writes
+    anywhere the operator did not name."""
+    before = checksums(outside, server.cwd)
+    first = server.post(f"{ROOT}/clone_model/7", {"timeout": -1})
+    assert first.body["status"] == "ok", first.body
+    second = server.post(f"{ROOT}/clone_model/{first.body['model_id']}", {"timeout": -1})
+    assert second.body["status"] == "ok", second.body
+    kept = written_by_the_server(root)
+    assert server.post(f"{ROOT}/translate", [{"id": second.body["model_id"], "src": "a b c"}]).status == 200
+    assert written_by_the_server(root)["stats.jsonl"].startswith(kept["stats.jsonl"])
+    assert checksums(outside, server.cwd) == before
+    for new in (first.body["model_id"], second.body["model_id"]):
+        assert server.get(f"{ROOT}/unload_model/{new}").body["status"] == "ok"
 
 
 def test_a_clone_without_files_is_served_under_a_fresh_id(server, root, outside):
@@ -242,7 +328,31 @@ MISTAKES = [
     ("abbreviated-stats", lambda r: ({"stats_fil": "bad.json"}, {}), '"stats_fil" abbreviates an option\'s name'),
     ("dashed-stats-is-config", lambda r: ({"-stats_file": "bad.json"}, {}), "-stats_file {root}/bad.json is the "
                                                                           "server's config file (-m)"),
+    # spellings OpenNMT-py's parser reads as an option with its value: the checks read them so, or refuse them
+    ("key=stats-is-config", lambda r: ({"stats_file=bad.json": True}, {}), "holds a value inside the key"),
+    ("key=dashed-abbreviated", lambda r: ({f"-stats_fil={r}/bad.json": True}, {}), "holds a value inside the key"),
+    ("key=log-is-config", lambda r: ({f"log_file={r}/bad.json": True, "log_file_level": "INFO"}, {}),
+     "holds a value inside the key"),
+    ("key=config", lambda r: ({f"config={_yaml(r, 'stats_file: bad.json')}": True}, {}), "holds a value inside"),
+    ("help", lambda r: ({"h": True}, {}), '"h" makes OpenNMT-py\'s parser print its help and exit'),
+    ("save_config", lambda r: ({"save_config": "saved.yaml"}, {}), "makes OpenNMT-py's parser write a config file"),
+    ("value-reads-as-option", lambda r: ({"verbose": f"-stats_file={r}/bad.json"}, {}),
+     'the value of "verbose" would be read as the option -stats_file'),
+    ("ambiguous", lambda r: ({"s": "x"}, {}), '"s" could abbreviate several options\' names'),
+    # a YAML "config" names the files for the model: read as the checks read the "opt"
+    ("yaml-stats-is-config", lambda r: ({"config": _yaml(r, "stats_file: bad.json")}, {}),
+     "-stats_file {root}/bad.json is the server's config file (-m)"),
+    ("yaml-stats-number", lambda r: ({"config": _yaml(r, "stats_file: 5")}, {}), "must be a file name (a string), "
+                                                                                 "got 5"),
+    ("yaml-stats-true", lambda r: ({"config": _yaml(r, "stats_file: true")}, {}), "must be a file name (a string), "
+                                                                                  "got True"),
 ]
+
+
+def _yaml(root: Path, text: str) -> str:
+    path = root / "model.yaml"
+    path.write_text(text + "\n")
+    return str(path)
 
 
 @pytest.mark.parametrize("name, make, says", MISTAKES, ids=[m[0] for m in MISTAKES])
@@ -257,7 +367,7 @@ def test_an_operator_mistake_ends_the_server_at_start_up_and_touches_no_file(tmp
     line = one_error_line(returncode, stderr, 2, prog="onmt_server")
     assert line.startswith(f"onmt_server: error: {conf}: model 3: ") and says.format(root=root) in line, line
     assert checksums(root) == before
-    assert not (root / "newdir").exists() and not (root / "5").exists()
+    assert not [p for p in ("newdir", "5", "True", "saved.yaml") if (root / p).exists()]
 
 
 def _start_or_refuse(conf: Path, cwd: Path) -> tuple[int, str]:

@@ -184,3 +184,55 @@ def test_a_stats_file_that_is_a_pyonmttok_model_is_refused(tmp_path):
     with pytest.raises(options.OptionError, match=r"^model 1: -log_file .*/bpe.model is the tokenizer's "
                                                   r"bpe_model_path"):
         server_files.check_config(str(conf))
+
+
+# ------------------------------------------------------------------ a model's "opt" read as OpenNMT-py's parser reads it
+@pytest.mark.parametrize("key, dest, explicit", [
+    ("stats_file", "stats_file", None), ("-stats_file", "stats_file", None), ("stats_fil", "stats_file", None),
+    ("stats_file=/a/b", "stats_file", "/a/b"), ("-stats_file=/a/b", "stats_file", "/a/b"),
+    ("-stats_fil=/a/b", "stats_file", "/a/b"), ("config=/a/b", "config", "/a/b"), ("h", "help", None),
+    ("hx", "help", "x"), ("model", "models", None), ("models", "models", None), ("stats_fil=/a", None, None),
+    ("--beam_size", None, None), ("beam_size /x", None, None),
+])
+def test_a_key_is_read_as_the_parser_reads_it(key, dest, explicit):
+    got = server_files.read_key(key)
+    assert (got[0], got[2]) == (dest, explicit)
+
+
+def test_the_client_allow_list_is_the_decoding_options_and_the_tables_search_options():
+    from onmt_optimal.option_table import OPENNMT, SEARCH, taken_by
+
+    allowed = server_files.CLIENT_OPTIONS
+    assert {"beam_size", "n_best", "max_length", "stopping", "length_reward", "bound"} <= set(allowed)
+    assert not {"stats_file", "log_file", "config", "save_config", "output", "models", "gpu", "help", "progress",
+                "ray_workers", "dump_beam", "src", "transforms"} & set(allowed)
+    assert [o.name for o in taken_by(OPENNMT, SEARCH) if o.client] == list(allowed[-5:])
+    actions = server_files._parser()._option_string_actions
+    assert all(actions[f"-{name}"].dest == name for name in allowed)  # each an option of the server's parser
+
+
+def test_the_docs_list_the_client_allow_list():
+    usage = " ".join((REPO / "docs/usage.md").read_text().split())
+    at = usage.index("A client's `\"opt\"` sets decoding options only")
+    listed = re.findall(r"`(\w+)`", usage[at:usage.index("(the list is", at)])
+    assert listed == list(server_files.CLIENT_OPTIONS)
+
+
+@pytest.mark.parametrize("opt, says", [
+    ({"stats_file": "/x"}, '"stats_file" is not an option a client may set'),
+    ({"stats_file=/x": True}, '"stats_file=/x" is not an option a client may set'),
+    ({"-beam_size": 3}, '"-beam_size" (the parser reads it as --beam_size) is not an option a client may set'),
+    ({"beam": 3}, '"beam" (the parser reads it as -beam_size) is not an option'),
+    ({"s": 3}, "could abbreviate several options' names"),
+    ({"bp_norm": "yes"}, '"bp_norm" is a switch: true or false (got a string)'),
+    ({"beam_size": [3]}, '"beam_size" takes a word or a number (got a list)'),
+    ({"beam_size": "-stats_file=/x"}, 'would be read as the option -stats_file'),
+])
+def test_a_client_key_off_the_allow_list_is_one_line(opt, says):
+    problem = server_files.client_problem(opt)
+    assert problem is not None and says in problem and len(problem.splitlines()) == 1, problem
+
+
+def test_decoding_options_by_their_names_are_a_clients():
+    assert server_files.client_problem({"beam_size": 3, "n_best": 2, "stopping": "optimal", "bp_norm": False,
+                                        "length_ratio": "1.2", "alpha": -0.5}) is None
