@@ -282,19 +282,45 @@ def check_appended(flag: str, path) -> None:
 
 
 def _same_file(a: str, b: str) -> bool:
-    """Whether paths ``a`` and ``b`` name one file that a run would write as a whole (a regular file, existing or
-    not: streams such as /dev/null or a FIFO are written in place, and may well be shared): the same path once
-    symbolic links are resolved, or the same inode (a hard link)."""
-    from onmt_optimal.atomic import STDOUT, streamed
+    """Whether paths ``a`` and ``b`` name one file that a run would write as a whole, compared by identity, not by
+    name (``identity``: device and inode of an existing file, links followed; of its directory, with its name, for
+    one to be created), so that ``/proc/self/root/...``, ``/dev/fd/N``, ``a/../b``, a symbolic or a hard link are
+    the file they lead to. Streams are written in place and may well be shared: standard output (``-``), an
+    existing file that is not a regular file (``/dev/null``, a FIFO), and two descriptors' names (``/dev/stdout``
+    and ``/dev/stderr`` a shell sent to one file)."""
+    import stat
 
-    if STDOUT in (a, b) or streamed(a) or streamed(b):
+    from onmt_optimal.atomic import STDOUT
+
+    if STDOUT in (a, b) or (_descriptor_name(a) and _descriptor_name(b)):
         return False
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
+    (one, mode), (other, _) = identity(a), identity(b)
+    if one is None or other is None:
+        return os.path.realpath(a) == os.path.realpath(b)
+    return one == other and (mode is None or stat.S_ISREG(mode))
+
+
+def identity(path: str) -> tuple[tuple | None, int | None]:
+    """``(identity, mode)`` of the file ``path`` names: ``("file", st_dev, st_ino)`` and its mode for an existing
+    file (links followed); ``("new", st_dev, st_ino, name)`` of its directory and None for one not there yet (a
+    dangling link names the file it would create); ``(None, None)`` where its directory does not exist either."""
     try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
+        st = os.stat(path)
+        return ("file", st.st_dev, st.st_ino), st.st_mode
+    except (OSError, ValueError):
+        pass
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(os.path.dirname(real) or os.curdir)
+    except (OSError, ValueError):
+        return None, None
+    return ("new", st.st_dev, st.st_ino, os.path.basename(real)), None
+
+
+def _descriptor_name(path: str) -> bool:
+    """Whether ``path`` names one of this process's descriptors (``/dev/stdout``, ``/dev/fd/1``, ...)."""
+    full = os.path.abspath(path)
+    return full in ("/dev/stdin", "/dev/stdout", "/dev/stderr") or full.startswith(("/dev/fd/", "/proc/self/fd/"))
 
 
 def _own_files(own: Settings, flags: Flags) -> tuple[tuple, tuple]:

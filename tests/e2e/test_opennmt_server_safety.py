@@ -328,6 +328,13 @@ MISTAKES = [
     ("abbreviated-stats", lambda r: ({"stats_fil": "bad.json"}, {}), '"stats_fil" abbreviates an option\'s name'),
     ("dashed-stats-is-config", lambda r: ({"-stats_file": "bad.json"}, {}), "-stats_file {root}/bad.json is the "
                                                                           "server's config file (-m)"),
+    # the same file by another name: compared by identity (device, inode), not by name
+    ("stats-proc-root-tokenizer", lambda r: ({"stats_file": f"/proc/self/root{r}/src.spm.model"}, TOKENIZER),
+     "is the tokenizer's src SentencePiece model"),
+    ("stats-proc-root-model", lambda r: ({"stats_file": f"/proc/self/root{r}/model.pt"}, {}), "is the -model file"),
+    ("log-dotdot-config", lambda r: ({"log_file": f"../{r.name}/bad.json"}, {}), "is the server's config file"),
+    ("stats-hard-link-to-config", lambda r: ({"stats_file": _hard(r, "bad.json")}, {}),
+     "is the server's config file"),
     # spellings OpenNMT-py's parser reads as an option with its value: the checks read them so, or refuse them
     ("key=stats-is-config", lambda r: ({"stats_file=bad.json": True}, {}), "holds a value inside the key"),
     ("key=dashed-abbreviated", lambda r: ({f"-stats_fil={r}/bad.json": True}, {}), "holds a value inside the key"),
@@ -347,6 +354,14 @@ MISTAKES = [
     ("yaml-stats-true", lambda r: ({"config": _yaml(r, "stats_file: true")}, {}), "must be a file name (a string), "
                                                                                   "got True"),
 ]
+
+
+def _hard(root: Path, name: str) -> str:
+    path = root / f"hard-{name}"
+    if not path.exists():
+        (root / name).touch()  # (the config is written after: the link is to the file it will be)
+        os.link(root / name, path)
+    return str(path)
 
 
 def _yaml(root: Path, text: str) -> str:

@@ -5,7 +5,9 @@ left byte for byte as it was.
 Stock OpenNMT-py 3.5.1 did all of these with exit status 0: ``-output`` naming the model replaced the checkpoint
 with the translations, ``-output`` naming the ``-config`` or ``-tgt`` file replaced it, ``-log_file`` naming
 ``-src`` appended the log to the source (whose lines were then translated), ``-save_config`` naming the model or
-the config replaced it with the options. Links count: a symbolic or a hard link to a file is that file.
+the config replaced it with the options. Links count: a symbolic or a hard link to a file is that file. Files are
+compared by identity (device and inode), not by name: ``-output /proc/self/root/<the SentencePiece model>``
+overwrote the model (exit status 0) while the checks compared names.
 """
 from __future__ import annotations
 
@@ -103,6 +105,21 @@ def test_two_written_files_that_are_one_are_refused(translate, files, first, sec
         args += ["-output", files["output"].with_name("another.txt")]
     proc = translate(*args, first, files["output"], second, link("hard link", files["output"]))
     assert_refused(proc, files, before, first, second, "same file")
+
+
+@pytest.mark.parametrize("spelling", ["/proc/self/root", "dotdot"])
+@pytest.mark.parametrize("written,read", [("-output", "subword"), ("-output", "model"), ("-log_file", "src"),
+                                          ("-stats_file", "config")])
+def test_a_written_file_named_otherwise_is_still_the_file_read(translate, files, written, read, spelling):
+    before = snapshot(files)
+    target = files[read]
+    named = f"{target.parent}/../{target.parent.name}/{target.name}" if spelling == "dotdot" else f"{spelling}{target}"
+    args = ["-config", files["config"], "-model", files["model"], "-src_subword_model", files["subword"], *OURS]
+    if written != "-output":
+        args += ["-output", files["output"]]
+    proc = translate(*args, written, named)
+    flag = {"subword": "-src_subword_model"}.get(read, f"-{read}")
+    assert_refused(proc, files, before, written, flag)
 
 
 def test_an_output_named_in_the_config_that_is_the_model_is_refused(translate, files):

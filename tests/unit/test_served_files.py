@@ -236,3 +236,19 @@ def test_a_client_key_off_the_allow_list_is_one_line(opt, says):
 def test_decoding_options_by_their_names_are_a_clients():
     assert server_files.client_problem({"beam_size": 3, "n_best": 2, "stopping": "optimal", "bp_norm": False,
                                         "length_ratio": "1.2", "alpha": -0.5}) is None
+
+
+@pytest.mark.parametrize("spelling", ["/proc/self/root{root}/tok.model", "{root}/../{name}/tok.model", "hard",
+                                      "/proc/self/root{root}/b.pt"])
+def test_any_models_written_file_is_compared_with_every_models_reads_by_identity(tmp_path, spelling):
+    for name in ("a.pt", "b.pt", "tok.model"):
+        (tmp_path / name).write_bytes(b"")
+    os.link(tmp_path / "tok.model", tmp_path / "hard")
+    path = spelling.format(root=tmp_path, name=tmp_path.name)
+    conf = tmp_path / "conf.json"
+    conf.write_text(json.dumps({"models_root": str(tmp_path), "models": [
+        {"id": 1, "model": "a.pt", "opt": {}},
+        {"id": 2, "model": "b.pt", "opt": {}, "tokenizer": {"type": "sentencepiece", "model": "tok.model"}},
+        {"id": 3, "model": "a.pt", "opt": {"stats_file": path}}]}))
+    with pytest.raises(options.OptionError, match=r"^model 3: -stats_file .* is model 2's"):
+        server_files.check_config(str(conf))
