@@ -3,9 +3,9 @@ core's ``Record``s and handed over as transformers' output classes.
 
 ``OptimalBeamEncoderDecoderOutput`` and ``OptimalBeamDecoderOnlyOutput`` are transformers' beam-search outputs
 (subclasses: code that checks for them keeps working) with two more fields: ``search_stats``, per input the
-first rule's ``Record.stats()`` (``stop_reason`` a ``str``), and ``rule_results``, per input and rule the same
-plus ``stopping`` (the rule's name) and ``tokens`` (its 1-best, without the end token); docs/hf.md lists the
-keys. ``sequences`` and ``sequences_scores`` are laid out as transformers lays them out (``num_return_sequences``
+first rule's ``Record.json_stats()`` (plain values: ``stop_reason`` a ``str``), and ``rule_results``, per input
+and rule the same plus ``stopping`` (the rule's name) and ``tokens`` (its 1-best); docs/hf.md lists the keys.
+``sequences`` and ``sequences_scores`` are laid out as transformers lays them out (``num_return_sequences``
 rows an input, the decoder prompt then the tokens, padded with its fill token); ``scores``, ``logits``,
 ``beam_indices``, attentions, hidden states and ``past_key_values`` are None.
 """
@@ -86,7 +86,7 @@ class Results:
             return sequences
         sequences_scores = torch.tensor([score for per_input in answers_ for score, _ in per_input],
                                         dtype=torch.float32).to(device)
-        stats = [[{"stopping": rule.name, **record.stats(), "tokens": record.tokens}
+        stats = [[{"stopping": rule.name, **record.json_stats(), "tokens": record.tokens}
                   for (_, rule), record in zip(search.rules, per_rule)] for per_rule in records]
         cls = OptimalBeamEncoderDecoderOutput if is_encoder_decoder else OptimalBeamDecoderOnlyOutput
         return cls(sequences=sequences, sequences_scores=sequences_scores, search_stats=[r[0] for r in stats],

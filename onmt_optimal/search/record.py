@@ -58,9 +58,12 @@ class Record:
 
     def json(self, line: int) -> str:
         """The statistics file's line for this record, ``line`` numbered from 1 (no newline)."""
-        stats = {name: None if isinstance(value, float) and not math.isfinite(value) else value
-                 for name, value in self.stats().items()}
-        return json.dumps({"line": line, **stats}, allow_nan=False)
+        return json.dumps({"line": line, **self.json_stats()}, allow_nan=False)
+
+    def json_stats(self) -> dict:
+        """``stats()`` as plain JSON values (``search_stats``): ``stop_reason`` a ``str``, a non-finite float None."""
+        return {k: str(v) if k == "stop_reason" else None if isinstance(v, float) and not math.isfinite(v) else v
+                for k, v in self.stats().items()}
 
     def plain(self) -> tuple:
         """The statistics as a tuple of Python numbers and strings (to cross a process boundary)."""

@@ -33,8 +33,8 @@ def files(folder: str) -> list[str]:
 
 
 def answers(out) -> dict:
-    """The output's tensors, and its statistics as plain values (their names of stop reasons are the copy's
-    ``StopReason``, a ``str``; JSON keeps every float exactly)."""
+    """The output's tensors, and its statistics as plain values (they are: JSON keeps every float exactly, and
+    checks that they are)."""
     stats = {key: getattr(out, key, None) for key in ("search_stats", "rule_results")}
     return {"sequences": out.sequences, "sequences_scores": out.sequences_scores, **json.loads(json.dumps(stats))}
 

@@ -3,6 +3,8 @@ distributions): the certificate's n-best list equals transformers' exact beam se
 and an exhaustive run of our search, for every rule; the comparisons can fail; refusals are one line."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import transformers
@@ -155,6 +157,18 @@ def test_statistics_and_output_classes():
     plain = model.generate(**prompts(EXAMPLES), num_beams=3, max_new_tokens=6,
                            custom_generate=optimal_beam_search)
     assert isinstance(plain, torch.Tensor)
+
+
+def test_statistics_are_plain_json_values():
+    """``search_stats`` and ``rule_results`` hold plain values, as the statistics file and vLLM's server: a
+    ``str`` stop reason (it was the package's ``StopReason``), so they are strict JSON and read back equal."""
+    model = fixed_lm(2, eos_bias=1.0)
+    out, _ = ours(model, 3, 1, 6, 0.0, stopping=["optimal", "default"])
+    reasons = {stats["stop_reason"] for per_input in out.rule_results for stats in per_input}
+    assert reasons and all(type(reason) is str for reason in reasons), reasons
+    assert all(type(stats["stop_reason"]) is str for stats in out.search_stats)
+    for values in (out.search_stats, out.rule_results):
+        assert json.loads(json.dumps(values, allow_nan=False)) == values
 
 
 def test_nothing_of_transformers_is_patched():

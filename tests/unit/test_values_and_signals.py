@@ -180,6 +180,16 @@ def test_a_statistics_line_is_strict_json_even_for_a_degenerate_answer():
     assert strict_json(record.json(1))["score"] is None
 
 
+def test_json_values_are_plain_as_transformers_search_stats_give_them():
+    """``Record.json_stats`` (transformers' ``search_stats``): a ``str`` stop reason, None for -inf."""
+    record = Record(steps=1, stop_reason=StopReason("all_finished"), score=-math.inf, log_prob=-2.5,
+                    length=0, target_length=None, src_length=1, completed=0)
+    values = {"stopping": "optimal", **record.json_stats(), "tokens": [4]}
+    assert type(values["stop_reason"]) is str and values["stop_reason"] == "all_finished"
+    assert values["score"] is None and values["log_prob"] == -2.5 and values["tokens"] == [4]
+    assert json.loads(json.dumps(values, allow_nan=False)) == values
+
+
 def test_sighup_ends_a_run_as_one_line_with_status_129(capsys):
     def main():
         os.kill(os.getpid(), signal.SIGHUP)  # the handler runs before the next line
