@@ -14,14 +14,20 @@ sent a short printable one, else a fresh random one; the server answers it in th
 
 A request's records are appended in one ``write`` to a file opened with ``O_APPEND``, under a lock (a process-wide
 one per file, and ``flock`` for processes sharing it), then synced: records of concurrent requests never
-interleave. A write that fails midway (a full disk) is cut back to the file's earlier end, so the file holds
-whole records only, every earlier one kept; the request then fails with one line (``atomic.OutputError``). A
-record cut short by a killed process (SIGKILL, power loss) stays as it is, and the next request's records start
-on a line of their own.
+interleave. A server opens its statistics file once, at start-up (``StatsFile.open``: ``O_NOFOLLOW``; a symbolic
+link, a file with other hard links, a FIFO or a device refused in one line) and appends through that handle for
+its whole life (``StatsLog(path, model, handle)``): a file put in its place later (a link to another file, a
+FIFO) is never followed. Without a handle ``StatsLog`` opens the path at each append (``append``).
+
+A write that fails midway (a full disk) is cut back to the file's earlier end, so the file holds whole records
+only, every earlier one kept; the request then fails with one line (``atomic.OutputError``). A record cut short
+by a killed process (SIGKILL, power loss) stays as it is, and the next request's records start on a line of
+their own.
 """
 from __future__ import annotations
 
 import contextvars
+import errno
 import fcntl
 import json
 import os
@@ -90,11 +96,14 @@ def current() -> Request:
 
 class StatsLog:
     """Where a served model's translator appends each request's records (see the module docstring). ``path``:
-    the statistics file (resolved by the server's patch); ``model``: the model's id in the server's config."""
+    the statistics file (resolved by the server's patch); ``model``: the model's id in the server's config;
+    ``handle``: the file as the server opened it at start-up (``StatsFile``), appended through; None: the path is
+    opened at each append."""
 
-    def __init__(self, path: str, model):
+    def __init__(self, path: str, model, handle: "StatsFile | None" = None):
         self.path = path
         self.model = model
+        self.handle = handle
 
     def append(self, stats: dict, request: str | None = None) -> None:
         """The records of one request (``stats``: records keyed by ``lines.key``), in input order, under
@@ -108,7 +117,64 @@ class StatsLog:
         text = "".join(json.dumps({"request": request, "model": self.model, **json.loads(stats[k].json(n))},
                                   allow_nan=False) + "\n"
                        for n, k in enumerate(sorted(stats, key=lines.order), start=1))
-        append(self.path, text)
+        if self.handle is not None:
+            self.handle.append(text)
+        else:
+            append(self.path, text)
+
+
+class StatsFile:
+    """A statistics file a server opened once, at start-up (``open``), and appends to through that handle until it
+    ends: ``O_APPEND`` (every write at the end), ``O_NOFOLLOW`` (a symbolic link is refused, not followed), read
+    and write where the file allows reading (to see whether its last record was cut short). A file swapped in its
+    place afterwards is not followed: the records go on into the file the server opened."""
+
+    def __init__(self, fd: int, path: str, flag: str, readable: bool):
+        self.fd, self.path, self.flag, self.readable = fd, path, flag, readable
+        st = os.fstat(fd)
+        self.regular = stat.S_ISREG(st.st_mode)
+        self.key = ("inode", st.st_dev, st.st_ino)
+
+    @classmethod
+    def open(cls, path: str, flag: str = "-stats_file") -> "StatsFile":
+        """``path`` opened for appending (created if need be), or ``options.OptionError`` in one line: a symbolic
+        link, a file with other hard links (another name for it may be a file the server reads), a FIFO, a device
+        or a directory (``/dev/null`` is taken), a file that cannot be opened."""
+        from onmt_optimal.options import OptionError
+
+        flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+        readable = True
+        try:
+            try:
+                fd = os.open(path, os.O_RDWR | flags, 0o666)
+            except PermissionError:
+                fd, readable = os.open(path, os.O_WRONLY | flags, 0o666), False
+        except OSError as err:
+            if err.errno == errno.ELOOP:
+                raise OptionError(f"{flag} {path} is a symbolic link: a server appends to the file itself, "
+                                  f"which it opens once; name the file") from None
+            raise OptionError(f"{flag} {path} cannot be opened for appending ({_reason(err)})") from None
+        st = os.fstat(fd)
+        problem = None
+        if not stat.S_ISREG(st.st_mode) and not (path == os.devnull and stat.S_ISCHR(st.st_mode)):
+            problem = "is not a regular file (a FIFO, a socket, a device or a directory): name one"
+        elif stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            problem = (f"has {st.st_nlink - 1} other hard link{'s' if st.st_nlink > 2 else ''}: another name of "
+                       f"the file could be one the server reads; name a file of its own")
+        if problem is not None:
+            os.close(fd)
+            raise OptionError(f"{flag} {path} {problem}")
+        return cls(fd, path, flag, readable)
+
+    def append(self, text: str) -> None:
+        """``text`` added at the end of the file, in one write, or nothing added at all (the module docstring)."""
+        with _lock(self.key):
+            _append_fd(self.fd, self.path, text.encode("utf-8"), self.flag, self.regular, self.readable)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 #: one lock per file (its real path), for the threads of this process
@@ -116,8 +182,9 @@ _LOCKS: dict = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-def _lock(path: str) -> threading.Lock:
-    key = os.path.realpath(path)
+def _lock(path) -> threading.Lock:
+    """The lock of a file: ``path`` (its real path) or a ``StatsFile``'s key (its device and inode)."""
+    key = path if isinstance(path, tuple) else os.path.realpath(path)
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(key, threading.Lock())
 
@@ -154,25 +221,45 @@ def append(path: str, text: str, flag: str = "-stats_file") -> None:
             if not regular and path != os.devnull:
                 raise atomic.OutputError(f"{flag} {path}: cannot append to it (not a regular file any more); "
                                          f"earlier records were kept")
-            end = 0
-            if regular:
-                fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
-                end = os.fstat(fd).st_size
-                if end and _last_byte(path, end) not in (b"\n", None):
-                    data = b"\n" + data  # after a record cut short by a killed writer: a line of its own
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                if regular:
-                    os.fsync(fd)
-            except OSError as err:
-                if regular:
-                    os.ftruncate(fd, end)  # the file as it was: whole records only
-                raise atomic.OutputError(f"{flag} {path}: cannot append to it ({_reason(err)}); earlier records "
-                                         f"were kept, this request's were not written") from None
+            _append_fd(fd, path, data, flag, regular, readable=None)
         finally:
             os.close(fd)
+
+
+def _append_fd(fd: int, path: str, data: bytes, flag: str, regular: bool, readable) -> None:
+    """``data`` written at the end of ``fd`` (the file ``path``) under ``flock`` where it is a regular file, after a
+    newline if its last record was cut short, then synced; a write that fails is cut back (module docstring).
+    ``readable``: whether ``fd`` reads (True), does not (False), or None: read ``path`` instead."""
+    end = 0
+    if regular:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        if regular:
+            end = os.fstat(fd).st_size
+            last = None
+            if end and readable is None:
+                last = _last_byte(path, end)
+            elif end and readable:
+                try:
+                    last = os.pread(fd, 1, end - 1)
+                except OSError:
+                    last = None
+            if end and last not in (b"\n", None):
+                data = b"\n" + data  # after a record cut short by a killed writer: a line of its own
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if regular:
+                os.fsync(fd)
+        except OSError as err:
+            if regular:
+                os.ftruncate(fd, end)  # the file as it was: whole records only
+            raise atomic.OutputError(f"{flag} {path}: cannot append to it ({_reason(err)}); earlier records "
+                                     f"were kept, this request's were not written") from None
+    finally:
+        if regular:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _last_byte(path: str, size: int) -> bytes | None:

@@ -18,7 +18,9 @@ has (``patch_command``):
   too, so ``/clone_model`` answers them as an error, not a crash; the model keeps the settings it was made with
   (its root, tokenizer, ...) for its clones;
 * ``ServerModel.load``: the translator appends each request's records to ``stats_file`` (``adapter.served``)
-  instead of rewriting the file per request, and hands each request's records to its answer;
+  instead of rewriting the file per request, through the handle the server opened at start-up (``_opened``: once
+  per file, no link followed; a file swapped in later is not followed), and hands each request's records to its
+  answer;
 * ``ServerModel.run``: the request's id (the client's ``X-Request-Id``, or a fresh one) goes with its records and
   back to the client in that header, where a ``stats_file`` is set; under onmt-optimal's search each sentence's
   answer carries its statistics (``server_http.put_stats``), found through ``maybe_preprocess`` and
@@ -130,6 +132,7 @@ def _parsed(parse_opt):
         if stats_file:
             parsed.stats_file = os.path.join(self.model_root, stats_file)
             _check_stats_file(parsed, self.model_root)
+            setattr(self, STATS_HANDLE, _opened(parsed.stats_file))
         return parsed
 
     return mark(parse)
@@ -176,6 +179,24 @@ def _check_stats_file(opt, model_root: str) -> None:
                     writes=[("-stats_file", opt.stats_file), ("-log_file", log_file)])
 
 
+#: the statistics files this process's server opened, by their resolved path (``_opened``)
+_OPENED: dict = {}
+#: where a ``ServerModel`` keeps its statistics file's handle (``served.StatsFile``)
+STATS_HANDLE = "_onmt_optimal_stats_file"
+
+
+def _opened(path: str):
+    """The statistics file at ``path`` as this server opened it: opened once (``served.StatsFile.open``: no link
+    followed, refused in one line otherwise) when a model first names it, at start-up, then shared by every model
+    and clone that names it, so that a file put in its place later is never followed."""
+    from onmt_optimal.adapter.served import StatsFile
+
+    handle = _OPENED.get(path)
+    if handle is None:
+        handle = _OPENED[path] = StatsFile.open(path)
+    return handle
+
+
 def _named(init):
     """``ServerModel.__init__`` whose refused options name the model and are a ``ServerOptionError``."""
 
@@ -202,7 +223,7 @@ def _appending(load):
         if search is not None and search.stats_file:
             from onmt_optimal.adapter.served import StatsLog
 
-            self.translator.stats_log = StatsLog(search.stats_file, self.model_id)
+            self.translator.stats_log = StatsLog(search.stats_file, self.model_id, getattr(self, STATS_HANDLE, None))
         if search is not None and not search.stock:
             self.translator._translate = _handing_records(self.translator, self.translator._translate)
 

@@ -242,6 +242,47 @@ def test_a_clone_without_files_is_served_under_a_fresh_id(server, root, outside)
     assert checksums(outside, server.cwd) == before
 
 
+# ------------------------------------------------------------------ the statistics file swapped after start-up
+def test_a_stats_file_swapped_after_start_up_is_not_followed(root, outside, tmp_path):
+    """The server opened its statistics file at start-up: the file moved away and a link (to its config, to the
+    tokenizer it reads, to a user's file; symbolic or hard) or a FIFO put in its place, the next requests (of the
+    model and of a clone made since) append to the file it opened, wherever it now is; no other file changes."""
+    served_root = tmp_path / "root"
+    served_root.mkdir()
+    (served_root / "model.pt").symlink_to(root / "model.pt")
+    (served_root / "src.spm.model").write_bytes((root / "src.spm.model").read_bytes())
+    conf = write_config(served_root, entry(7, {**SHARED, **OURS, "stats_file": "stats.jsonl"}))
+    port = http_server.free_port()
+    server = http_server.Server([_bin("onmt_server"), "--ip", http_server.HOST, "--port", port, "-m", conf], port,
+                                f"{ROOT}/health", tmp_path / "server.log", env=http_server.env(), cwd=tmp_path)
+    stats, moved = served_root / "stats.jsonl", served_root / "moved.jsonl"
+    try:
+        assert stats.exists() and stats.stat().st_size == 0  # opened (made) at start-up, before any request
+        clone = server.post(f"{ROOT}/clone_model/7", {"timeout": -1}).body["model_id"]
+        os.rename(stats, moved)
+        targets = [("symlink", conf), ("symlink", served_root / "src.spm.model"), ("symlink", outside / "victim.txt"),
+                   ("hard link", conf), ("hard link", outside / "victim.txt"), ("fifo", None)]
+        for kind, target in targets:
+            if kind == "symlink":
+                stats.symlink_to(target)
+            elif kind == "hard link":
+                os.link(target, stats)
+            else:
+                os.mkfifo(stats)
+            before = {k: v for k, v in checksums(served_root, outside).items() if k != str(moved)}
+            size = moved.stat().st_size
+            for model_id in (7, clone):
+                answer = server.post(f"{ROOT}/translate", [{"id": model_id, "src": "a b c"}], timeout=120)
+                assert answer.status == 200 and answer.body[0][0]["tgt"], (kind, target, answer.body)
+            after = {k: v for k, v in checksums(served_root, outside).items() if k != str(moved)}
+            assert after == before, (kind, target)
+            grown = moved.read_bytes()[size:].decode().splitlines()
+            assert [json.loads(line)["model"] for line in grown] == [7, clone], (kind, target)
+            stats.unlink()
+    finally:
+        server.stop()
+
+
 # ------------------------------------------------------------------ malformed requests: 400 in one line
 BAD_REQUESTS = [
     ("src-number", "/translate", [{"id": 7, "src": 5}], 'item 1: "src" must be a string (got a number)'),
@@ -335,6 +376,11 @@ MISTAKES = [
     ("log-dotdot-config", lambda r: ({"log_file": f"../{r.name}/bad.json"}, {}), "is the server's config file"),
     ("stats-hard-link-to-config", lambda r: ({"stats_file": _hard(r, "bad.json")}, {}),
      "is the server's config file"),
+    # a link as the statistics file: refused, the server opens it once and follows no link
+    ("stats-symlink-elsewhere", lambda r: ({"stats_file": _symlink(r, "elsewhere/new.jsonl")}, {}),
+     "is a symbolic link"),
+    ("stats-hard-link-elsewhere", lambda r: ({"stats_file": _hard(r, "elsewhere.txt")}, {}),
+     "has 1 other hard link"),
     # spellings OpenNMT-py's parser reads as an option with its value: the checks read them so, or refuse them
     ("key=stats-is-config", lambda r: ({"stats_file=bad.json": True}, {}), "holds a value inside the key"),
     ("key=dashed-abbreviated", lambda r: ({f"-stats_fil={r}/bad.json": True}, {}), "holds a value inside the key"),
@@ -361,6 +407,13 @@ def _hard(root: Path, name: str) -> str:
     if not path.exists():
         (root / name).touch()  # (the config is written after: the link is to the file it will be)
         os.link(root / name, path)
+    return str(path)
+
+
+def _symlink(root: Path, target: str) -> str:
+    (root / target).parent.mkdir(exist_ok=True)
+    path = root / "stats-link.jsonl"
+    path.symlink_to(root / target)
     return str(path)
 
 

@@ -109,3 +109,55 @@ def test_an_unappendable_stats_file_is_refused(tmp_path):
         with pytest.raises(OptionError, match="is not writable"):
             served.check("-stats_file", str(locked))
     served.check("-stats_file", str(tmp_path / "new.jsonl"))  # a new file in a writable directory
+
+
+# ------------------------------------------------------------------ a server's statistics file, opened once
+@pytest.mark.parametrize("make, says", [
+    (lambda d: (os.symlink(d / "elsewhere.jsonl", d / "stats.jsonl"), d / "stats.jsonl")[1], "is a symbolic link"),
+    (lambda d: ((d / "x").write_text(""), os.symlink(d / "x", d / "stats.jsonl"), d / "stats.jsonl")[2],
+     "is a symbolic link"),
+    (lambda d: ((d / "x").write_text(""), os.link(d / "x", d / "stats.jsonl"), d / "stats.jsonl")[2],
+     "has 1 other hard link"),
+    (lambda d: (os.mkfifo(d / "stats.jsonl"), d / "stats.jsonl")[1], "is not a regular file"),
+    (lambda d: d, "(Is a directory)"),
+], ids=["dangling-symlink", "symlink", "hard-link", "fifo", "directory"])
+def test_a_stats_file_that_is_a_link_or_no_regular_file_is_refused_at_start_up(tmp_path, make, says):
+    path = make(tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(OptionError) as refused:
+        served.StatsFile.open(str(path))
+    assert says in str(refused.value) and len(str(refused.value).splitlines()) == 1
+    assert sorted(os.listdir(tmp_path)) == before  # nothing created (not the dangling link's target)
+
+
+@pytest.mark.parametrize("swap", ["symlink", "hard link", "fifo", "moved"])
+def test_a_file_swapped_in_after_start_up_is_not_followed(tmp_path, swap):
+    path, victim = tmp_path / "stats.jsonl", tmp_path / "victim.txt"
+    path.write_text('{"earlier": 1}\n')
+    victim.write_text("a user's file\n")
+    log = served.StatsLog(str(path), 7, served.StatsFile.open(str(path)))
+    os.rename(path, tmp_path / "moved.jsonl")
+    if swap == "symlink":
+        path.symlink_to(victim)
+    elif swap == "hard link":
+        os.link(victim, path)
+    elif swap == "fifo":
+        os.mkfifo(path)
+    log.append({("text", 0): record(4)}, request="r1")
+    assert victim.read_text() == "a user's file\n"
+    lines = (tmp_path / "moved.jsonl").read_text().splitlines()
+    assert lines[0] == '{"earlier": 1}' and json.loads(lines[1])["request"] == "r1"
+    log.handle.close()
+
+
+def test_appends_through_the_handle_stay_whole_and_start_a_line_after_a_cut_record(tmp_path):
+    path = tmp_path / "stats.jsonl"
+    path.write_text('{"whole": 1}\n{"cut sh')
+    handle = served.StatsFile.open(str(path))
+    handle.append('{"next": 2}\n')
+    handle.append('{"next": 3}\n')
+    handle.close()
+    assert path.read_text() == '{"whole": 1}\n{"cut sh\n{"next": 2}\n{"next": 3}\n'
+    devnull = served.StatsFile.open(os.devnull)
+    devnull.append('{"x": 1}\n')
+    devnull.close()

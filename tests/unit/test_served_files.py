@@ -186,7 +186,7 @@ def test_a_stats_file_that_is_a_pyonmttok_model_is_refused(tmp_path):
         server_files.check_config(str(conf))
 
 
-# ------------------------------------------------------------------ a model's "opt" read as OpenNMT-py's parser reads it
+# ------------------------------------------------------------------ a model's "opt" read as the parser reads it
 @pytest.mark.parametrize("key, dest, explicit", [
     ("stats_file", "stats_file", None), ("-stats_file", "stats_file", None), ("stats_fil", "stats_file", None),
     ("stats_file=/a/b", "stats_file", "/a/b"), ("-stats_file=/a/b", "stats_file", "/a/b"),
