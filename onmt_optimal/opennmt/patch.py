@@ -37,7 +37,7 @@ output, a file it writes that is one it reads (``-output`` naming the model, ``-
 destroyed the input and exited 0) or another it writes (``opennmt.run_files``). With our flags on and ``-output``
 standard output (``-``, ``/dev/stdout``), the command's closing prints (``Time w/o python interpreter
 load/terminate``, ``-profile``'s table) go to stderr, so stdout holds the translations alone
-(``_closing_prints``); with none of our flags they stay where stock prints them.
+(``adapter.closing``); with none of our flags they stay where stock prints them.
 """
 from __future__ import annotations
 
@@ -289,33 +289,6 @@ def _guard_config(parser) -> None:
         reader.parse = yaml_guard.guarded(reader.parse)
 
 
-def _closing_prints(own, flags) -> None:
-    """With our flags on and ``-output`` standard output, make ``onmt.bin.translate.main``'s own prints after
-    the run (``Time w/o python interpreter load/terminate: ...``, ``-profile``'s table) go to stderr: stdout then
-    holds one line per input (``| tee out.txt``, ``| wc -l``). Stock prints them on stdout, where a file
-    ``-output`` leaves them alone; without our flags, and with a file ``-output``, they stay there."""
-    from onmt_optimal import atomic
-
-    cli = sys.modules.get("onmt.bin.translate")
-    if cli is None:
-        return
-    output = getattr(own, "output", None)
-    if flags.active and isinstance(output, str) and atomic.is_stdout(output):
-        cli.print = _print_to_stderr  # main looks ``print`` up in its module first, at call time
-    elif ours(getattr(cli, "print", None)):
-        del cli.print  # an earlier run's, in the same process: this one prints as stock
-
-
-@mark
-def _print_to_stderr(*args, **kwargs) -> None:
-    """``print``, to stderr where no ``file`` is given."""
-    import builtins
-
-    if kwargs.get("file") is None:
-        kwargs["file"] = sys.stderr
-    builtins.print(*args, **kwargs)
-
-
 def _dispatching(stock_translate):
     """``onmt.bin.translate.translate`` (looked up by ``main`` at call time) that first refuses what the
     command's run cannot do (``options.check_command``: an unreadable -src, an -output in a missing directory, a
@@ -325,6 +298,7 @@ def _dispatching(stock_translate):
 
     @functools.wraps(stock_translate)
     def translate(opt):
+        from onmt_optimal.adapter import closing
         from onmt_optimal.distributed.options import workers
         from onmt_optimal.opennmt.checkpoint import one_line_loads
         from onmt_optimal.opennmt.options import check_command, validate_stock_sequence
@@ -332,7 +306,7 @@ def _dispatching(stock_translate):
 
         own, flags = read_parsed(opt)
         check_command(own, flags)
-        _closing_prints(own, flags)
+        closing.route(sys.modules.get("onmt.bin.translate"), flags.active, getattr(own, "output", None))
         if not workers(flags):
             with one_line_loads():
                 return stock_translate(opt)
