@@ -6,7 +6,8 @@ checks: so the options already reach the search. What this module changes, once
 ``onmt.translate.translation_server`` has executed (``patch_translation_server``) and once ``onmt.bin.server``
 has (``patch_command``):
 
-* ``ServerModel.parse_opt``: a switch of ours (``"bp_norm"``, ``"progress"``) set to ``false`` is off (stock
+* ``ServerModel.parse_opt``: sizes no request could be decoded with (``_check_sizes``: -beam_size, -n_best,
+  -max_length, -batch_size below 1) are refused; a switch of ours (``"bp_norm"``, ``"progress"``) set to ``false`` is off (stock
   passes every JSON boolean as the bare switch, so ``false`` turned it on) and any other value than true or false
   is refused, and so are ``"ray_workers"`` (``onmt_translate``'s alone), ``"transforms"`` (the server applies
   none) and a path-typed option that is not a string (``server_files.check_opt``); an error of OpenNMT-py's
@@ -128,6 +129,7 @@ def _parsed(parse_opt):
             from onmt_optimal.options import OptionError
 
             raise OptionError("-ray_workers is onmt_translate's: the server decodes each request in its own process")
+        _check_sizes(parsed)
         stats_file = getattr(parsed, "stats_file", None)
         if stats_file:
             parsed.stats_file = os.path.join(self.model_root, stats_file)
@@ -136,6 +138,19 @@ def _parsed(parse_opt):
         return parsed
 
     return mark(parse)
+
+
+def _check_sizes(parsed) -> None:
+    """Values no request could be decoded with, refused when the model is made (at start-up, or a clone's
+    ``/clone_model``) in one line, as ``onmt_translate`` refuses them (``options.validate_sizes``): -beam_size,
+    -n_best, -max_length and -batch_size below 1. Stock started and answered every request with an internal
+    message ("step must be nonzero", "list index out of range")."""
+    from onmt_optimal.options import OptionError, Settings, validate_sizes
+
+    own = Settings.read(parsed)
+    validate_sizes(own)
+    if isinstance(own.batch_size, int) and own.batch_size < 1:
+        raise OptionError(f"-batch_size must be at least 1 (got {own.batch_size})")
 
 
 def _canonical(opt: dict, read_key) -> None:
@@ -208,7 +223,9 @@ def _named(init):
         try:
             init(self, opt, model_id, *args, **kwargs)
         except OptionError as err:
-            raise option_error()(f"model {model_id}: {err}") from None
+            named = option_error()(f"model {model_id}: {err}")
+            named.reason = str(err)
+            raise named from None
 
     return mark(__init__)
 
@@ -318,7 +335,10 @@ def _clone_model(self, model_id, opt, timeout=-1):
         opt = dict(opt)
     opt["models"] = [os.path.abspath(m) for m in source.opt.models]
     settings = {**getattr(source, SETTINGS, {}), "timeout": timeout, "load": True}
-    new_id = self.preload_model(opt, **settings)  # registered only once made and loaded
+    try:
+        new_id = self.preload_model(opt, **settings)  # registered only once made and loaded
+    except option_error() as err:
+        raise option_error()(f"clone of model {model_id}: {getattr(err, 'reason', err)}") from None
     return new_id, self.models[new_id].load_time
 
 

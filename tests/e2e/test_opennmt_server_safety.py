@@ -376,6 +376,11 @@ MISTAKES = [
     ("log-dotdot-config", lambda r: ({"log_file": f"../{r.name}/bad.json"}, {}), "is the server's config file"),
     ("stats-hard-link-to-config", lambda r: ({"stats_file": _hard(r, "bad.json")}, {}),
      "is the server's config file"),
+    # values no request could be decoded with (stock started, then answered each request with an internal message)
+    ("beam-0", lambda r: ({"beam_size": 0}, {}), "-beam_size must be at least 1 (got 0)"),
+    ("n_best-0", lambda r: ({"n_best": 0}, {}), "-n_best must be at least 1 (got 0)"),
+    ("max_length-0", lambda r: ({"max_length": 0}, {}), "-max_length must be at least 1 (got 0)"),
+    ("batch_size-0", lambda r: ({"batch_size": 0}, {}), "-batch_size must be at least 1 (got 0)"),
     # a link as the statistics file: refused, the server opens it once and follows no link
     ("stats-symlink-elsewhere", lambda r: ({"stats_file": _symlink(r, "elsewhere/new.jsonl")}, {}),
      "is a symbolic link"),
@@ -436,6 +441,28 @@ def test_an_operator_mistake_ends_the_server_at_start_up_and_touches_no_file(tmp
     assert line.startswith(f"onmt_server: error: {conf}: model 3: ") and says.format(root=root) in line, line
     assert checksums(root) == before
     assert not [p for p in ("newdir", "5", "True", "saved.yaml") if (root / p).exists()]
+
+
+@pytest.mark.parametrize("opt, says", [({"beam_size": 0}, "-beam_size must be at least 1 (got 0)"),
+                                       ({"n_best": 0}, "-n_best must be at least 1 (got 0)"),
+                                       ({"max_length": 0}, "-max_length must be at least 1 (got 0)")],
+                         ids=["beam", "n_best", "max_length"])
+def test_a_stock_model_that_cannot_decode_ends_the_server_at_start_up(tmp_path, toy_model, opt, says):
+    """Without the plugin's options too: stock started and answered every request with "step must be nonzero" or
+    "list index out of range"."""
+    (tmp_path / "model.pt").symlink_to(toy_model)
+    conf = write_config(tmp_path, entry(3, opt), name="bad.json")
+    before = checksums(tmp_path)
+    line = one_error_line(*_start_or_refuse(conf, tmp_path), 2, prog="onmt_server")
+    assert line == f"onmt_server: error: {conf}: model 3: {says}"
+    assert checksums(tmp_path) == before
+
+
+@pytest.mark.parametrize("opt", [{"beam_size": 0}, {"n_best": 0}, {"max_length": 0}, {"batch_size": 0}],
+                         ids=["beam", "n_best", "max_length", "batch_size"])
+def test_a_clone_that_cannot_decode_is_refused(server, root, outside, secret, opt):
+    error = _refused_clone(server, root, outside, {**SHARED, **opt})
+    assert "must be at least 1 (got 0)" in error, error
 
 
 def _start_or_refuse(conf: Path, cwd: Path) -> tuple[int, str]:
