@@ -12,7 +12,8 @@ PyYAML cannot parse is left to the toolkit, which reports it its own way.
 
 ``scalar_values`` (OpenNMT-py, whose configargparse passes each top-level value to its flag as ``str(value)``)
 refuses a mapping, or a list holding a mapping or a list, where a flag takes a word or a list of words: stock
-turned ``stats_file: {a: 1}`` into a file named ``{'a': 1}``.
+turned ``stats_file: {a: 1}`` into a file named ``{'a': 1}``; and, for the path-typed options it is given, a
+value that is not a string (``stats_file: 5`` named a file ``5``, ``true`` one named ``True``).
 """
 from __future__ import annotations
 
@@ -99,8 +100,14 @@ def not_text(flag: str, path: str, err: UnicodeDecodeError) -> OptionError:
                        f"({err.reason})")
 
 
-def scalar_values(flag: str, path: str, parsed: dict) -> None:
-    """``OptionError`` for a top-level value that is a mapping, or a list holding a mapping or a list."""
+def scalar_values(flag: str, path: str, parsed: dict, paths: tuple = ()) -> None:
+    """``OptionError`` for a top-level value that is a mapping, or a list holding a mapping or a list, and for a
+    value of a path-typed option (``paths``: their keys) that is not a string (``stats_file: 5`` or ``true`` named a
+    file ``5`` or ``True``)."""
+    for key in paths:
+        value = parsed.get(key)
+        if value is not None and not isinstance(value, str):
+            raise OptionError(f"{flag} {path}: {key} must be a file name (a string), got {value!r}")
     for key, value in parsed.items():
         if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value)):
             kind = "a mapping" if isinstance(value, dict) else "a list of lists or mappings"
@@ -108,7 +115,7 @@ def scalar_values(flag: str, path: str, parsed: dict) -> None:
                               f"a list of them)")
 
 
-def guarded(stock_parse, flag: str = "-config"):
+def guarded(stock_parse, flag: str = "-config", paths: tuple = ()):
     """configargparse's ``YAMLConfigFileParser.parse(stream)`` (OpenNMT-py's ``-config``) preceded by ``check``
     and ``scalar_values``; a valid config reaches the stock parser unchanged."""
     import io
@@ -127,7 +134,7 @@ def guarded(stock_parse, flag: str = "-config"):
         except yaml.YAMLError:
             parsed = None  # the stock parser says what is wrong
         if isinstance(parsed, dict):
-            scalar_values(flag, path, parsed)
+            scalar_values(flag, path, parsed, paths)
         copy = io.StringIO(text)
         copy.name = path
         return stock_parse(copy)

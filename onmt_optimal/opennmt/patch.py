@@ -286,7 +286,9 @@ def _guard_config(parser) -> None:
 
     reader = getattr(parser, "_config_file_parser", None)
     if reader is not None and type(reader).__name__ == "YAMLConfigFileParser":
-        reader.parse = yaml_guard.guarded(reader.parse)
+        from onmt_optimal.opennmt.server_files import PATH_OPTIONS
+
+        reader.parse = yaml_guard.guarded(reader.parse, paths=PATH_OPTIONS)
 
 
 def _dispatching(stock_translate):
