@@ -25,7 +25,8 @@ after eole's modules are imported afresh patches the new ones:
   configs take the keys;
 * ``Predict.build_config`` also validates them (and that ``src`` is readable and ``output``/``stats_file``
   writable), and refuses a run that would write a file it reads (``files``: with or without our options),
-  before the model loads;
+  before the model loads; with our options on and ``-output`` standard output, ``Predict.run``'s closing
+  ``Time w/o ...`` print goes to stderr (``adapter.closing``);
 * ``Predict.run`` ends every fault with one ``eole predict: error: ...`` line, not a traceback
   (``failures.run``): an ``OptionError`` or any pydantic error about the options (an unknown key, a value of the
   wrong type) or the YAML config (missing, not YAML) with exit status 2; a failed write, a file that is not UTF-8,
@@ -171,6 +172,7 @@ def patch_predict_command() -> None:
     stock_run = Predict.run.__func__
 
     def build_config(cls, args):
+        from onmt_optimal.adapter import closing
         from onmt_optimal.eole import files
         from onmt_optimal.options import Settings
 
@@ -181,6 +183,7 @@ def patch_predict_command() -> None:
         options.validate(own, flags)
         for warning in options.option_warnings(own, flags):
             sys.stderr.write(f"{PROG}: warning: {warning}\n")
+        closing.route(sys.modules.get(cls.__module__), flags.active, getattr(own, "output", None))
         return config
 
     def run(cls, args):
