@@ -6,9 +6,11 @@ checks: so the options already reach the search. What this module changes, once
 ``onmt.translate.translation_server`` has executed (``patch_translation_server``) and once ``onmt.bin.server``
 has (``patch_command``):
 
-* ``ServerModel.parse_opt``: sizes no request could be decoded with (``_check_sizes``: -beam_size, -n_best,
-  -max_length, -batch_size below 1) are refused; a switch of ours (``"bp_norm"``, ``"progress"``) set to ``false`` is off (stock
-  passes every JSON boolean as the bare switch, so ``false`` turned it on) and any other value than true or false
+* ``ServerModel.parse_opt``: each key read as OpenNMT-py's parser reads it and written by the option's name
+  (``server_files.by_dest``, ``_canonical``), so that no check is skipped by spelling; sizes no request could be
+  decoded with (``_check_sizes``: -beam_size, -n_best, -max_length, -batch_size below 1) are refused; a switch of
+  ours (``"bp_norm"``, ``"progress"``) set to ``false`` is off (stock passes every JSON boolean as the bare
+  switch, so ``false`` turned it on) and any other value than true or false
   is refused, and so are ``"ray_workers"`` (``onmt_translate``'s alone), ``"transforms"`` (the server applies
   none) and a path-typed option that is not a string (``server_files.check_opt``); an error of OpenNMT-py's
   parser (a value of the wrong type, an unknown option) is one ``OptionError`` line instead of its usage text

@@ -1,10 +1,14 @@
 """``onmt_server`` safe to expose: no client chooses a file, no operator mistake destroys one, no shutdown hangs.
 
 Against a real ``onmt_server`` on 127.0.0.1 (the session's toy model, started and stopped here) with a real HTTP
-client, a table of attacks (a ``/clone_model`` whose ``"opt"`` names a file, then a request to the id stock left
-registered; malformed requests) and of operator mistakes (a ``stats_file`` that is the config, the tokenizer's
-model directly or through a link, a FIFO, ``newdir/``, ``5``, a list, under /sys; a ``"transforms"``), each with
-the sha256 of every file around before and after. Before: a clone with ``{"timeout": 556, "opt": {"stats_file":
+client, a table of attacks (a ``/clone_model`` whose ``"opt"`` sets anything but a decoding option by its name:
+a file, a config, a value inside a key as OpenNMT-py's parser reads ``-KEY=VALUE``, an abbreviation, ``h``, a
+value read as an option; then a request to the id stock left registered), a Hypothesis property over keys off the
+allow-list, malformed requests, the statistics file swapped for links after start-up, and operator mistakes (a
+``stats_file`` that is the config, the tokenizer's model directly, through a link or spelled
+``/proc/self/root/...``, a FIFO, ``newdir/``, ``5``, a list, under /sys, a link; a ``"transforms"``; spellings of
+keys that skipped the checks; a YAML ``"config"`` naming the files; sizes no request decodes with), each with the
+sha256 of every file around before and after. Before: a clone with ``{"timeout": 556, "opt": {"stats_file":
 PATH}}`` left model 556 registered and its first request appended to PATH; the mistakes started and corrupted the
 file on the first request (a FIFO hung every request); malformed requests were 500s with tracebacks. Then the time
 the server takes to stop on SIGTERM and SIGINT while it decodes (stock's SIGINT could abort with status 134,
