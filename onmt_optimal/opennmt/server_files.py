@@ -277,6 +277,8 @@ def _model_files(conf, models_root: str) -> tuple[list, list]:
     reads += [(f"tokenizer's {what}", os.path.join(root, path)) for what, path in _tokenizer_files(conf)]
     if opt.get("config"):
         reads.append(("-config file", opt["config"]))
+    reads += [(f"-{name} file", opt[name]) for name in run_files.READ
+              if name not in ("config", "src", "tgt") and isinstance(opt.get(name), str) and opt[name]]
     writes = []
     for name in APPENDED:
         if opt.get(name):

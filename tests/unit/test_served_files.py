@@ -252,3 +252,21 @@ def test_any_models_written_file_is_compared_with_every_models_reads_by_identity
         {"id": 3, "model": "a.pt", "opt": {"stats_file": path}}]}))
     with pytest.raises(options.OptionError, match=r"^model 3: -stats_file .* is model 2's"):
         server_files.check_config(str(conf))
+
+
+def test_a_file_a_models_yaml_config_names_is_checked_with_the_others(tmp_path):
+    """The "config" YAML of a model names files as its "opt" does: a stats_file there that is the server's config,
+    a log_file that is its phrase table, a path that is no string are refused at start-up."""
+    (tmp_path / "a.pt").write_bytes(b"")
+    (tmp_path / "phrases.txt").write_text("a|||A\n")
+    conf, yaml_file = tmp_path / "conf.json", tmp_path / "model.yaml"
+    conf.write_text(json.dumps({"models_root": str(tmp_path), "models": [
+        {"id": 1, "model": "a.pt", "opt": {"config": str(yaml_file)}}]}))
+    for text, says in [("stats_file: conf.json", r"-stats_file .*/conf.json is the server's config file"),
+                       (f"log_file: {tmp_path}/phrases.txt\nphrase_table: {tmp_path}/phrases.txt",
+                        r"-log_file .*/phrases.txt is the -phrase_table file"),
+                       ("stats_file: true", r"-stats_file \(in -config .*\) must be a file name \(a string\), got True"),
+                       ("transforms: [sentencepiece]", ".transforms. in a model.s .opt. is ignored")]:
+        yaml_file.write_text(text + "\n")
+        with pytest.raises(options.OptionError, match=f"^model 1: {says}"):
+            server_files.check_config(str(conf))
