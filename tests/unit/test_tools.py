@@ -107,3 +107,24 @@ def test_scripts_are_thin_command_lines(script):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             assert not {n.split(".")[0] for n in names} & helpers, f"{script}:{node.lineno} imports from tests/"
+
+
+@pytest.mark.parametrize("spelling", ["proc-root-src", "dotdot-ref", "hard-link-model", "symlink-src"])
+def test_sweep_out_is_compared_with_the_files_it_reads_by_identity(tmp_path, spelling):
+    """``--out`` spelled otherwise than a file the sweep reads (``/proc/self/root/...``, ``d/../d/x``, a link) is
+    that file: refused, as by its own name."""
+    import os
+
+    from onmt_optimal.options import OptionError
+    from onmt_optimal.tools import args as tool_args
+
+    src, ref, model = tmp_path / "dev.src", tmp_path / "dev.ref", tmp_path / "model.pt"
+    for path in (src, ref, model):
+        path.write_text("x\n")
+    out = {"proc-root-src": f"/proc/self/root{src}", "dotdot-ref": f"{tmp_path}/../{tmp_path.name}/dev.ref",
+           "hard-link-model": str(tmp_path / "hard"), "symlink-src": str(tmp_path / "soft")}[spelling]
+    os.link(model, tmp_path / "hard")
+    (tmp_path / "soft").symlink_to(src)
+    with pytest.raises(OptionError, match="writing it would destroy it"):
+        tool_args.check_out(out, str(src), [str(ref)], ["-model", str(model)])
+    assert all(path.read_text() == "x\n" for path in (src, ref, model))
