@@ -44,6 +44,7 @@ With none of our options the server is stock OpenNMT-py's, answers and scores al
 """
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
 import os
@@ -66,6 +67,8 @@ def patch_translation_server() -> None:
         return
     if not ours(module.ArgumentParser):
         module.ArgumentParser = _one_line_parser(module.ArgumentParser)
+    if not ours(module.init_logger):
+        module.init_logger = _no_link_logger(module.init_logger)
     model.parse_opt = _parsed(model.parse_opt)
     model.load = _appending(model.load)
     model.run = _with_request_id(model.run)
@@ -109,6 +112,58 @@ def _one_line_parser(parser_class):
 
     ServerArgumentParser.__qualname__ = ServerArgumentParser.__name__ = parser_class.__name__
     return mark(ServerArgumentParser)
+
+
+def _no_link_logger(init_logger):
+    """OpenNMT-py's ``init_logger`` as ``ServerModel`` calls it (``rotate=True``), whose log file is opened, at
+    start-up, for a clone and at each rotation, without following a link (``_log_handler_class``): stock
+    opened the path by name, so a link put in its place after start-up took the log of the next clone (or
+    rotation) into the file it pointed to. (``onmt.utils.logging.init_logger`` itself, which training and
+    ``onmt_translate`` call, is left as it is.)"""
+
+    @functools.wraps(init_logger)
+    def init(log_file=None, log_file_level=0, rotate=False, **kwargs):
+        logger = init_logger(log_file=None, log_file_level=log_file_level, rotate=rotate, **kwargs)
+        if log_file:
+            import logging
+
+            handler = _log_handler_class()(log_file, maxBytes=1000000, backupCount=10)  # (stock's rotation)
+            handler.setLevel(log_file_level)
+            handler.setFormatter(logging.Formatter("[%(asctime)s %(levelname)s] %(message)s"))
+            logger.addHandler(handler)
+        return logger
+
+    return mark(init)
+
+
+@functools.lru_cache(maxsize=1)
+def _log_handler_class():
+    from logging.handlers import RotatingFileHandler
+
+    class NoLinkRotatingFileHandler(RotatingFileHandler):
+        """A ``RotatingFileHandler`` that opens its file with ``O_NOFOLLOW`` and refuses one that is not a regular
+        file or has other hard links (``options.OptionError``: the model is refused in one line)."""
+
+        def _open(self):
+            import stat
+
+            from onmt_optimal.options import OptionError
+
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+            try:
+                fd = os.open(self.baseFilename, flags, 0o666)
+            except OSError as err:
+                link = " (a symbolic link)" if err.errno == errno.ELOOP else ""
+                raise OptionError(f"-log_file {self.baseFilename} cannot be opened{link}: "
+                                  f"{err.strerror or err}") from None
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+                os.close(fd)
+                raise OptionError(f"-log_file {self.baseFilename} is not a regular file of its own (a link, a FIFO "
+                                  f"or a device): the server follows no link")
+            return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+    return NoLinkRotatingFileHandler
 
 
 def _parsed(parse_opt):

@@ -287,6 +287,37 @@ def test_a_stats_file_swapped_after_start_up_is_not_followed(root, outside, tmp_
         server.stop()
 
 
+def test_a_log_file_swapped_for_a_link_after_start_up_is_not_followed(root, outside, tmp_path):
+    """Stock opened the log file by name for every model it made: a link put in its place after start-up took the
+    log of the next clone into the file it pointed to. Now a clone whose log file is a link is refused in one line,
+    and the models already made log into the file they opened."""
+    served_root = tmp_path / "root"
+    served_root.mkdir()
+    (served_root / "model.pt").symlink_to(root / "model.pt")
+    conf = write_config(served_root, entry(7, {**SHARED, "log_file": "server.log", "log_file_level": "INFO"}))
+    port = http_server.free_port()
+    server = http_server.Server([_bin("onmt_server"), "--ip", http_server.HOST, "--port", port, "-m", conf], port,
+                                f"{ROOT}/health", tmp_path / "server.out", env=http_server.env(), cwd=tmp_path)
+    log, moved = served_root / "server.log", served_root / "moved.log"
+    try:
+        os.rename(log, moved)
+        for kind, target in [("symlink", conf), ("symlink", outside / "victim.txt"), ("hard link", conf)]:
+            if kind == "symlink":
+                log.symlink_to(target)
+            else:
+                os.link(target, log)
+            before = {k: v for k, v in checksums(served_root, outside).items() if k != str(moved)}
+            answer = server.post(f"{ROOT}/clone_model/7", {"timeout": -1})
+            assert answer.body["status"] == "error", (kind, target, answer.body)
+            assert answer.body["error"].startswith("clone of model 7: -log_file "), answer.body
+            assert server.post(f"{ROOT}/translate", [{"id": 7, "src": "a b c"}]).status == 200
+            assert {k: v for k, v in checksums(served_root, outside).items() if k != str(moved)} == before
+            assert model_ids(server) == [7]
+            log.unlink()
+    finally:
+        server.stop()
+
+
 # ------------------------------------------------------------------ malformed requests: 400 in one line
 BAD_REQUESTS = [
     ("src-number", "/translate", [{"id": 7, "src": 5}], 'item 1: "src" must be a string (got a number)'),
