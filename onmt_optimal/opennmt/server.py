@@ -187,6 +187,7 @@ def _parsed(parse_opt):
 
             raise OptionError("-ray_workers is onmt_translate's: the server decodes each request in its own process")
         _check_sizes(parsed)
+        _check_written(parsed, self.model_root)
         stats_file = getattr(parsed, "stats_file", None)
         if stats_file:
             parsed.stats_file = os.path.join(self.model_root, stats_file)
@@ -237,6 +238,17 @@ def _switches(opt: dict) -> None:
             raise OptionTypeError(f"-{name} must be true or false (got {opt[name]!r})")
         if not opt[name]:
             del opt[name]
+
+
+def _check_written(parsed, model_root: str) -> None:
+    """The files the parsed options make the model write (``stats_file`` and ``log_file`` joined to its root, as
+    the server joins them, ``dump_beam``) are none of the files the server reads (``server_files.check_written``):
+    whatever named them (a key, a ``"config"`` YAML), the parser's result is checked."""
+    from onmt_optimal.opennmt.server_files import check_written
+
+    joined = [(flag, getattr(parsed, flag[1:], None)) for flag in ("-stats_file", "-log_file")]
+    check_written([(flag, os.path.join(model_root, path)) for flag, path in joined if path and isinstance(path, str)]
+                  + [("-dump_beam", getattr(parsed, "dump_beam", None))])
 
 
 def _check_stats_file(opt, model_root: str) -> None:

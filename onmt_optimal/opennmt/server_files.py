@@ -46,6 +46,7 @@ def check_opt(opt: dict) -> dict:
     named = by_dest(opt)
     if isinstance(named.get("config"), str):
         for key, value in _config_values(named["config"]).items():
+            key = _yaml_key(key, named["config"])
             if key in PATH_OPTIONS:
                 check_path_type(f"-{key} (in -config {named['config']})", value)
             if key in PATH_OPTIONS or key == "transforms":
@@ -75,6 +76,24 @@ def _config_values(path: str) -> dict:
     except (OSError, ValueError, yaml.YAMLError):
         return {}
     return values if isinstance(values, dict) else {}
+
+
+def _yaml_key(key, path: str) -> str:
+    """The option a key of a ``"config"`` YAML sets: configargparse takes an option's name as it is and hands any
+    other key to the parser as ``--KEY=VALUE``, which reads an abbreviation (``stats_fil``) as the option. Such a
+    key is refused (``options.OptionError``), so that the checks read the files the YAML names."""
+    from onmt_optimal.options import OptionError
+
+    if not isinstance(key, str) or f"--{key}" in _option_strings():
+        return key
+    try:
+        found = read_token(f"--{key}")
+    except _Unreadable:
+        found = (True, None, None)
+    if found is not None and found[0] is not None:
+        raise OptionError(f"-config {path}: its key {_quoted(key)} is not an option's full name, which the parser "
+                          f"would read as one: write it in full")
+    return key
 
 
 class _Unreadable(Exception):
@@ -257,6 +276,27 @@ def check_config(config_file: str) -> None:
         reads += [(name, what, path) for what, path in model_reads]
         writes += [(name, flag, path) for flag, path in model_writes]
     _check_distinct(reads, writes)
+    SERVER_READS[:] = reads
+
+
+#: the files the server started last reads (``check_config``), against which each model's written files are checked
+#: again once OpenNMT-py has parsed its options (``check_written``)
+SERVER_READS: list = []
+
+
+def check_written(writes: list) -> None:
+    """``writes`` (``(flag, path)`` pairs: the files a model writes, as its parsed options name them, whatever
+    spelling or YAML named them) are none of the files the server reads (``SERVER_READS``), by identity."""
+    from onmt_optimal.options import OptionError, _same_file
+
+    for flag, path in writes:
+        if not (path and isinstance(path, str)):
+            continue
+        for reader, what, read in SERVER_READS:
+            if _same_file(path, read):
+                whose = what if reader is None else f"{reader}'s {what}"
+                raise OptionError(f"{flag} {path} is {whose} {read}, which the server reads: writing it would "
+                                  f"destroy it; name another file")
 
 
 def _model_files(conf, models_root: str) -> tuple[list, list]:

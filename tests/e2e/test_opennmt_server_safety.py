@@ -435,6 +435,10 @@ MISTAKES = [
     # a YAML "config" names the files for the model: read as the checks read the "opt"
     ("yaml-stats-is-config", lambda r: ({"config": _yaml(r, "stats_file: bad.json")}, {}),
      "-stats_file {root}/bad.json is the server's config file (-m)"),
+    ("yaml-abbreviated-stats", lambda r: ({"config": _yaml(r, "stats_fil: bad.json")}, {}),
+     "its key \"stats_fil\" is not an option's full name"),
+    ("yaml-abbreviated-log", lambda r: ({"config": _yaml(r, "log_fi: bad.json\nlog_file_level: INFO")}, {}),
+     "its key \"log_fi\" is not an option's full name"),
     ("yaml-stats-number", lambda r: ({"config": _yaml(r, "stats_file: 5")}, {}), "must be a file name (a string), "
                                                                                  "got 5"),
     ("yaml-stats-true", lambda r: ({"config": _yaml(r, "stats_file: true")}, {}), "must be a file name (a string), "

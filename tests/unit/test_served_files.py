@@ -270,3 +270,13 @@ def test_a_file_a_models_yaml_config_names_is_checked_with_the_others(tmp_path):
         yaml_file.write_text(text + "\n")
         with pytest.raises(options.OptionError, match=f"^model 1: {says}"):
             server_files.check_config(str(conf))
+
+
+def test_a_models_parsed_written_files_are_checked_against_the_servers_reads(tmp_path, monkeypatch):
+    """Whatever named them, the files a model's parsed options write are none the server reads (by identity)."""
+    conf = tmp_path / "conf.json"
+    conf.write_text("{}")
+    monkeypatch.setattr(server_files, "SERVER_READS", [(None, "the server's config file (-m)", str(conf))])
+    with pytest.raises(options.OptionError, match=r"^-stats_file /proc/self/root.*conf.json is the server's config"):
+        server_files.check_written([("-stats_file", f"/proc/self/root{conf}")])
+    server_files.check_written([("-stats_file", str(tmp_path / "stats.jsonl")), ("-dump_beam", None)])
