@@ -100,22 +100,23 @@ def not_text(flag: str, path: str, err: UnicodeDecodeError) -> OptionError:
                        f"({err.reason})")
 
 
-def scalar_values(flag: str, path: str, parsed: dict, paths: tuple = ()) -> None:
+def scalar_values(flag: str, path: str, parsed: dict, paths: tuple = (), name_of=None) -> None:
     """``OptionError`` for a top-level value that is a mapping, or a list holding a mapping or a list, and for a
     value of a path-typed option (``paths``: their keys) that is not a string (``stats_file: 5`` or ``true`` named a
-    file ``5`` or ``True``)."""
-    for key in paths:
-        value = parsed.get(key)
-        if value is not None and not isinstance(value, str):
-            raise OptionError(f"{flag} {path}: {key} must be a file name (a string), got {value!r}")
+    file ``5`` or ``True``); ``name_of(key)``: the option a key sets where the toolkit's parser reads more than
+    the exact name (an abbreviation), else the key."""
     for key, value in parsed.items():
         if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value)):
             kind = "a mapping" if isinstance(value, dict) else "a list of lists or mappings"
             raise OptionError(f"{flag} {path}: {key} is {kind}, not a value of -{key} (write a word, a number or "
                               f"a list of them)")
+    for key, value in parsed.items():
+        name = name_of(key) if name_of is not None and isinstance(key, str) else key
+        if name in paths and value is not None and not isinstance(value, str):
+            raise OptionError(f"{flag} {path}: {key} must be a file name (a string), got {value!r}")
 
 
-def guarded(stock_parse, flag: str = "-config", paths: tuple = ()):
+def guarded(stock_parse, flag: str = "-config", paths: tuple = (), name_of=None):
     """configargparse's ``YAMLConfigFileParser.parse(stream)`` (OpenNMT-py's ``-config``) preceded by ``check``
     and ``scalar_values``; a valid config reaches the stock parser unchanged."""
     import io
@@ -134,7 +135,7 @@ def guarded(stock_parse, flag: str = "-config", paths: tuple = ()):
         except yaml.YAMLError:
             parsed = None  # the stock parser says what is wrong
         if isinstance(parsed, dict):
-            scalar_values(flag, path, parsed, paths)
+            scalar_values(flag, path, parsed, paths, name_of)
         copy = io.StringIO(text)
         copy.name = path
         return stock_parse(copy)

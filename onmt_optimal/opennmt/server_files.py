@@ -96,6 +96,18 @@ def _yaml_key(key, path: str) -> str:
     return key
 
 
+def yaml_dest(key: str) -> str:
+    """The option a key of an OpenNMT-py ``-config`` YAML sets: its own name, or the option configargparse's
+    ``--KEY=VALUE`` reads as (an abbreviation: ``stats_fil``); the key itself where none."""
+    if f"--{key}" in _option_strings():
+        return _option_strings()[f"--{key}"]
+    try:
+        found = read_token(f"--{key}")
+    except _Unreadable:
+        return key
+    return found[0].dest if found is not None and found[0] is not None else key
+
+
 class _Unreadable(Exception):
     """A command-line token OpenNMT-py's parser could not read (an ambiguous abbreviation)."""
 

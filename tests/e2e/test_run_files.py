@@ -144,7 +144,8 @@ def test_save_config_elsewhere_is_stock(translate, files, tmp_path):
     assert str(files["src"]) in saved.read_text() and "beam_size: '3'" in saved.read_text()
 
 
-@pytest.mark.parametrize("line", ["stats_file: 5", "stats_file: true", "output: 7", "log_file: [a, b]"])
+@pytest.mark.parametrize("line", ["stats_file: 5", "stats_file: true", "output: 7", "log_file: [a, b]",
+                                  "stats_fil: 5"])
 def test_a_yaml_path_that_is_not_a_string_is_refused(translate, files, line):
     """configargparse turned ``stats_file: 5`` into ``-stats_file 5`` (a file named ``5``, ``True`` for true)."""
     files["config"].write_text(f"model: {files['model']}\nsrc: {files['src']}\n{line}\n")
