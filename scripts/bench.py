@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 from onmt_optimal.bench.models import DATA, MODELS, UsageError, resolve_models
@@ -109,19 +108,19 @@ def parse_args(argv=None):
 
 
 def write(out: Path, run: dict, with_json: bool = True) -> None:
-    """The report at ``out`` and (``with_json``) the run's JSON beside it."""
+    """The report at ``out`` and (``with_json``) the run's JSON beside it, put in place together
+    (``atomic.Outputs``): a run killed while writing leaves the earlier pair as it was."""
+    from onmt_optimal import atomic
+
     out.parent.mkdir(parents=True, exist_ok=True)
+    files = [("--out", out, report(run["meta"], run["rows"], run["sweep"]))]
     if with_json:
-        _replace(out.with_suffix(".json"), json.dumps(run, indent=1) + "\n")
-    _replace(out, report(run["meta"], run["rows"], run["sweep"]))
-
-
-def _replace(path: Path, text: str) -> None:
-    """``path`` holds ``text`` whole, or its earlier content if the run is killed while writing (a run ended by
-    a time limit between configurations keeps a readable report)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+        files.append(("--out (its JSON)", out.with_suffix(".json"), json.dumps(run, indent=1) + "\n"))
+    with atomic.Outputs() as outputs:  # (one file per flag)
+        for flag, path, text in files:
+            with atomic.TextFile(outputs, flag, str(path)) as file:
+                file.write(text)
+        outputs.commit()
 
 
 def main(argv=None) -> None:
