@@ -230,7 +230,7 @@ def check_make_run_record(block: Block, request) -> None:
                          cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONWARNINGS="ignore"))
     assert run.returncode == 0, run.stderr
     first = (work / "stats.jsonl").read_text().splitlines()[0]
-    assert same_values(json.loads(block.text), json.loads(first)), f"{block.text.strip()}\n!=\n{first}"
+    assert doc_blocks.same_values(json.loads(block.text), json.loads(first)), f"{block.text.strip()}\n!=\n{first}"
 
 
 @pytest.fixture(scope="module")
@@ -280,29 +280,12 @@ def check_server_answer(block: Block, request) -> None:
     if not doc_blocks.is_server_block(above):
         run = _run_shell(above.text, folder)
         assert run.returncode == 0, f"{above.id}: exit {run.returncode}\n{run.stderr[-3000:]}"
-        assert same_values(json.loads(block.text), doc_blocks.last_json(run.stdout))
+        assert doc_blocks.same_values(json.loads(block.text), doc_blocks.last_json(run.stdout))
         return
     env = doc_blocks.environment(sys.executable)
     with doc_blocks.serving(above, folder, env, request.getfixturevalue("tmp_path") / "server.log") as (named, port):
         answers = doc_blocks.run_clients(above, named, port, folder, env, skip_first=True)
-    assert same_values(json.loads(block.text), json.loads(answers[-1])), answers[-1]
-
-
-def same_values(documented, produced, rel: float = 1e-5) -> bool:
-    """``produced`` is what the page shows: the same keys, strings, integers and flags, and each float equal to
-    ``rel`` (a model's float32 log-probabilities differ in their last digits from one CPU's vector instructions
-    to another's, so a page's figures are compared as figures, not as bits)."""
-    if isinstance(documented, float) or isinstance(produced, float):
-        return (isinstance(documented, (int, float)) and isinstance(produced, (int, float))
-                and not isinstance(documented, bool) and not isinstance(produced, bool)
-                and abs(documented - produced) <= rel * max(1.0, abs(documented), abs(produced)))
-    if isinstance(documented, dict):
-        return (isinstance(produced, dict) and list(documented) == list(produced)
-                and all(same_values(documented[k], produced[k], rel) for k in documented))
-    if isinstance(documented, list):
-        return (isinstance(produced, list) and len(documented) == len(produced)
-                and all(same_values(d, p, rel) for d, p in zip(documented, produced)))
-    return type(documented) is type(produced) and documented == produced
+    assert doc_blocks.same_values(json.loads(block.text), json.loads(answers[-1])), answers[-1]
 
 
 def check_server_record(block: Block, request) -> None:

@@ -91,7 +91,7 @@ def test_block(block, request, tmp_path):
         run = request.getfixturevalue("outputs")(block if kind == "shell" else _above(block))
         assert run.returncode == 0, f"{block.id}: exit {run.returncode}\n{run.stderr[-3000:]}"
         if kind == "output":
-            assert doc_blocks.last_json(run.stdout) == json.loads(block.text)
+            assert doc_blocks.same_values(json.loads(block.text), doc_blocks.last_json(run.stdout))
         return
     run = doc_blocks.run_python(block, "", sys.executable, folder)
     assert run.returncode == 0, f"{block.id}: exit {run.returncode}\n{run.stderr[-3000:]}"

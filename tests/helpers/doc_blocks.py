@@ -254,6 +254,23 @@ def run_clients(block: Block, named: str, port: int, cwd: Path, env: dict, skip_
     return outputs
 
 
+def same_values(documented, produced, rel: float = 1e-5) -> bool:
+    """``produced`` is what the page shows: the same keys, strings, integers and flags, and each float equal to
+    ``rel`` (a model's float32 log-probabilities differ in their last digits from one CPU's vector instructions
+    to another's, so a page's figures are compared as figures, not as bits)."""
+    if isinstance(documented, float) or isinstance(produced, float):
+        return (isinstance(documented, (int, float)) and isinstance(produced, (int, float))
+                and not isinstance(documented, bool) and not isinstance(produced, bool)
+                and abs(documented - produced) <= rel * max(1.0, abs(documented), abs(produced)))
+    if isinstance(documented, dict):
+        return (isinstance(produced, dict) and list(documented) == list(produced)
+                and all(same_values(documented[k], produced[k], rel) for k in documented))
+    if isinstance(documented, list):
+        return (isinstance(produced, list) and len(documented) == len(produced)
+                and all(same_values(d, p, rel) for d, p in zip(documented, produced)))
+    return type(documented) is type(produced) and documented == produced
+
+
 def last_json(output: str):
     """The last JSON document that starts a line of ``output`` (a server run in the background shares the
     standard output with the clients, so its log lines surround their answers)."""
