@@ -1,6 +1,7 @@
-"""README's figures come from the files that make them: each number of its results table is in the results
-README its row links (rendered by ``scripts/make_report.py`` from the committed JSON, which
-``make_report.py --check`` holds to it)."""
+"""README's figures come from the files that make them: each number of its tables is in the report its row
+links, to the figure's decimals (results READMEs are rendered by ``scripts/make_report.py`` from the committed
+JSON, which ``make_report.py --check`` holds to it; benchmark reports are written whole by the command at their
+top or foot)."""
 from __future__ import annotations
 
 import re
@@ -8,20 +9,30 @@ import re
 from helpers.doc_blocks import ROOT
 
 NUMBER = re.compile(r"[+-]?\d+\.\d+")
+LINK = re.compile(r"\]\(((?:results|benchmarks)/[^)]+)\)")
 
 
-def _headline_rows() -> list[str]:
+def _linked_rows() -> list[str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return [line for line in readme.splitlines() if line.startswith("| ") and "](results/" in line]
+    return [line for line in readme.splitlines() if line.startswith("| ") and LINK.search(line)]
 
 
-def test_each_figure_of_the_results_table_is_in_its_results_readme():
-    rows = _headline_rows()
-    assert len(rows) == 2
+def _given(figure: str, numbers: set[str]) -> bool:
+    """``figure`` is one of ``numbers`` rounded to its decimals (the sign kept)."""
+    places = len(figure.split(".")[1])
+    return any(f"{float(n):+.{places}f}" == f"{float(figure):+.{places}f}" for n in numbers)
+
+
+def test_each_figure_of_the_readme_tables_is_in_its_report():
+    rows = _linked_rows()
+    assert len([r for r in rows if "](results/" in r]) >= 3 and any("](benchmarks/" in r for r in rows)
     for row in rows:
-        source = ROOT / re.search(r"\]\((results/[^)]+)\)", row)[1]
+        link = LINK.search(row)[1]
+        source = ROOT / link
         text = source.read_text(encoding="utf-8")
-        figures = NUMBER.findall(row.split("|", 2)[2])
-        assert figures
-        missing = [f for f in figures if f not in text]
-        assert not missing, f"{source.relative_to(ROOT)} does not give {missing}: {row}"
+        cells = row.split("|")
+        figures = NUMBER.findall("|".join(cells[2:]) if link.startswith("results/") else "|".join(cells[1:-2]))
+        assert figures, row
+        numbers = set(NUMBER.findall(text))
+        missing = [f for f in figures if not _given(f, numbers)]
+        assert not missing, f"{link} does not give {missing}: {row}"
