@@ -118,7 +118,8 @@ def _is_tree(block: Block) -> bool:
 
 
 def how(block: Block) -> tuple[str, str]:
-    """(tier, how): the tier is ``not run``, ``other tier``, ``fast``, ``slow`` or ``unchecked``."""
+    """(tier, how): the tier is ``not run``, ``other tier``, ``fast``, ``slow`` or ``unchecked``; the kinds this
+    page test adds come first, then the one classification of every tier (``doc_blocks.kind``)."""
     if block.not_run is not None:
         return "not run", block.not_run
     if block.path in OTHER_TIERS:
@@ -137,15 +138,15 @@ def how(block: Block) -> tuple[str, str]:
         return "fast", "golden_check's line"
     if block.lang in SHELL and _is_make_or_pytest(block):
         return "fast", "make targets and pytest paths"
-    if block.lang in SHELL and (doc_blocks.is_server_block(block) or doc_blocks.server_for(block, BLOCKS)):
-        return "slow", "a server and its clients"
-    if block.lang in SHELL and _is_runnable_shell(block):
-        return "slow", "run in a folder of examples"
     if block.lang == "yaml" and block.path == "README.md":
         return "slow", "README's YAML run as optimal.yaml"
-    if block.lang == "python":
-        return "slow", "python script"
-    return "unchecked", "neither run nor marked"
+    return SHARED[doc_blocks.kind(block, BLOCKS)]
+
+
+#: ``doc_blocks.kind``'s kinds as this test's (tier, how)
+SHARED = {"committed file": ("fast", "same as a committed file"), "server": ("slow", "a server and its clients"),
+          "shell": ("slow", "run in a folder of examples"), "output": ("slow", "the answer of the server block above"),
+          "python": ("slow", "python script"), "unchecked": ("unchecked", "neither run nor marked")}
 
 
 def _param(block: Block):
@@ -275,8 +276,10 @@ def check_server(block: Block, request) -> None:
 
 
 def check_server_answer(block: Block, request) -> None:
-    """The block above run as written (its server on a free port): its last ``curl``'s answer is this block."""
-    above, folder = _server_above(block), request.getfixturevalue("examples")
+    """The block above run as written (its server on a free port): its last ``curl``'s answer, or its last JSON
+    (a shell block that asks no server), is this block."""
+    above = _server_above(block) or [b for b in BLOCKS if b.path == block.path and b.line < block.line][-1]
+    folder = request.getfixturevalue("examples")
     if not doc_blocks.is_server_block(above):
         run = _run_shell(above.text, folder)
         assert run.returncode == 0, f"{above.id}: exit {run.returncode}\n{run.stderr[-3000:]}"

@@ -31,21 +31,7 @@ def _above(block: Block) -> Block | None:
 
 
 def how(block: Block) -> str:
-    if block.not_run is not None:
-        return "not run"
-    if doc_blocks.committed_file(block):
-        return "committed file"
-    shell = block.lang in ("bash", "sh")
-    if shell and (doc_blocks.is_server_block(block) or doc_blocks.server_for(block, BLOCKS)):
-        return "server"
-    if shell and doc_blocks.runnable(block):
-        return "shell"
-    above = _above(block)
-    if block.lang == "json" and above and above.not_run is None and how(above) == "shell":
-        return "output"
-    if block.lang == "python":
-        return "python"
-    return "unchecked"
+    return doc_blocks.kind(block, BLOCKS)
 
 
 @pytest.fixture(scope="module")

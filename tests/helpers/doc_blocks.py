@@ -200,6 +200,30 @@ def server_for(block: Block, page_blocks_: list[Block]) -> Block | None:
     return above[-1] if above else None
 
 
+def kind(block: Block, page_blocks_: list[Block], shells: bool = True) -> str:
+    """How a page's block is checked, the one classification every tier's page test starts from: ``not run``
+    (marked, with its reason), ``committed file`` (a config's text), ``server`` (a server block, or a client of
+    one above it: ``server_for``), ``shell`` (a ``runnable`` shell block, run as written), ``output`` (a JSON
+    block just below a ``shell`` one: its last JSON), ``python`` (run as a script) or ``unchecked`` (neither run
+    nor marked: the test fails). A tier that runs no shell blocks (``shells=False``) has neither ``shell`` nor
+    ``output``: such blocks are ``unchecked`` there."""
+    if block.not_run is not None:
+        return "not run"
+    if committed_file(block):
+        return "committed file"
+    shell = block.lang in ("bash", "sh")
+    if (shell and is_server_block(block)) or server_for(block, page_blocks_):
+        return "server"
+    if shells and shell and runnable(block):
+        return "shell"
+    above = [b for b in page_blocks_ if b.path == block.path and b.line < block.line]
+    if shells and block.lang == "json" and above and kind(above[-1], page_blocks_, shells) == "shell":
+        return "output"
+    if block.lang == "python":
+        return "python"
+    return "unchecked"
+
+
 def on_port(text: str, named: str, port: int) -> str:
     """``text`` with the port ``named`` replaced by ``port`` where it stands as one (a word, after ``:``, ``=``)."""
     return re.sub(rf"(?<![\w.-]){named}(?!\d)", str(port), text)

@@ -27,16 +27,7 @@ BLOCKS = [b for b in doc_blocks.blocks() if b.path == PAGE]
 
 
 def how(block: Block) -> str:
-    if block.not_run is not None:
-        return "not run"
-    if doc_blocks.committed_file(block):
-        return "committed file"
-    shell = block.lang in ("bash", "sh")
-    if (shell and doc_blocks.is_server_block(block)) or doc_blocks.server_for(block, BLOCKS):
-        return "server"
-    if block.lang == "python":
-        return "python"
-    return "unchecked"
+    return doc_blocks.kind(block, BLOCKS, shells=False)
 
 
 @pytest.fixture(scope="module")
