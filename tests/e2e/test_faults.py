@@ -25,6 +25,7 @@ import pytest
 
 from helpers import toy
 from helpers.one_line import one_error_line, partials
+from helpers.signals import as_from_a_terminal
 
 ONMT_TRANSLATE = str(Path(sys.executable).parent / "onmt_translate")
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
@@ -49,13 +50,6 @@ def earlier_files(directory: Path) -> tuple[Path, Path]:
     out.write_text(EARLIER)
     stats.write_text(EARLIER_STATS)
     return out, stats
-
-
-def as_from_a_terminal() -> None:
-    """In the child before exec: SIGINT as a terminal's Ctrl-C finds it. A shell that starts a job in the
-    background without job control (``cmd &``, as CI may run the suite) ignores SIGINT in it and its children,
-    and Python then installs no KeyboardInterrupt handler, so the signal would be lost."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Stderr:

@@ -15,7 +15,8 @@ import pytest
 from helpers import toy
 from onmt_optimal import __main__ as cli
 from helpers.one_line import one_error_line, partials, wait_for_torch
-from test_faults import ENV, ONMT_TRANSLATE, Stderr, as_from_a_terminal
+from helpers.signals import as_from_a_session, as_from_a_terminal
+from test_faults import ENV, ONMT_TRANSLATE, Stderr
 
 OURS = ["-length_penalty", "none", "-stopping", "optimal"]
 
@@ -132,12 +133,6 @@ def test_a_sweep_writes_strict_json(toy_model, corpus, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------- signals
-def as_from_a_session() -> None:
-    """In the child before exec: SIGHUP as a closing terminal sends it (``nohup``, which may have started the
-    suite, ignores it, and an ignored SIGHUP stays ignored)."""
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-
-
 def test_sighup_during_a_decode_is_one_line_and_loses_nothing(toy_model, corpus, tmp_path):
     """Before: nothing printed, and a ``.partial`` with part of the output left behind."""
     out, stats = tmp_path / "out.txt", tmp_path / "stats.jsonl"

@@ -23,6 +23,7 @@ from helpers import one_line, toy_eole
 from helpers.float32 import score_tolerance
 from helpers.one_line import partials
 from helpers.rules import EXACT_RULES
+from helpers.signals import as_from_a_terminal
 
 COMMON = ["-max_length_ratio", "0", "-max_length", "30"]
 
@@ -354,10 +355,7 @@ def test_a_signal_during_a_decode_is_one_line_and_loses_nothing(encoder_decoder,
     out, stats_file = earlier_files(tmp_path)
     proc = subprocess.Popen([EOLE, "predict", "-model_path", encoder_decoder, "-src", large_src, "-output", out,
                              "-stats_file", stats_file, *OURS], env=ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True,
-                            # SIGINT as a terminal's Ctrl-C finds it (a background job without job control
-                            # ignores it, and Python then installs no KeyboardInterrupt handler)
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
     seen = []
     for line in proc.stderr:  # eole logs this line just before it decodes
         seen.append(line)

@@ -14,6 +14,7 @@ import pytest
 
 from helpers import one_line, toy_eole
 from helpers.one_line import partials, wait_for_torch
+from helpers.signals import as_from_a_session, as_from_a_terminal
 
 EOLE = str(Path(sys.executable).parent / "eole")
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
@@ -73,9 +74,7 @@ def test_sighup_during_a_decode_is_one_line_and_loses_nothing(encoder_decoder, l
     stats_file.write_text("{}\n")
     proc = subprocess.Popen([EOLE, "predict", "-model_path", encoder_decoder, "-src", large_src, "-output", out,
                              "-stats_file", stats_file, *OURS], env=ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True,
-                            # SIGHUP as a closing terminal sends it (under nohup it is ignored, and stays so)
-                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+                            stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_session)
     seen = []
     for line in proc.stderr:  # eole logs this line just before it decodes
         seen.append(line)
@@ -96,7 +95,7 @@ def test_ctrl_c_while_eole_predict_starts_is_one_line(encoder_decoder, src, tmp_
     out.write_text("earlier\n")
     proc = subprocess.Popen([EOLE, "predict", "-model_path", encoder_decoder, "-src", src, "-output", out],
                             env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=as_from_a_terminal)
     wait_for_torch(proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)

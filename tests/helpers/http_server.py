@@ -15,6 +15,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers.signals import as_from_a_terminal
+
 HOST = "127.0.0.1"
 #: no proxy: the servers listen on the loopback interface
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -50,13 +52,6 @@ def request(url: str, data=None, headers: dict | None = None, timeout: float = 1
     return Answer(status, {k.lower(): v for k, v in got.items()}, parsed)
 
 
-def _as_from_a_shell() -> None:
-    """In the server's process before it starts: SIGINT as a shell's foreground command gets it (the default
-    action). A test run started in the background (``nohup make test &``, a CI job) inherits SIGINT ignored, and a
-    server keeps an ignored signal ignored, as every program does, so its Ctrl-C could not be tested there."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 class Server:
     """``argv`` run with ``port`` (from ``free_port``) until its ``health`` path answers 200; ``stop()`` ends it
     (SIGTERM, then SIGKILL after ``stop_s``, 30 s), and so does leaving a ``with`` block. Its output goes to
@@ -69,7 +64,7 @@ class Server:
         self.base = f"http://{HOST}:{port}"
         with open(self.log, "w") as out:
             self.proc = subprocess.Popen([str(a) for a in argv], stdout=out, stderr=subprocess.STDOUT,
-                                         env=env, cwd=cwd, start_new_session=group, preexec_fn=_as_from_a_shell)
+                                         env=env, cwd=cwd, start_new_session=group, preexec_fn=as_from_a_terminal)
         deadline = time.time() + timeout
         while True:
             if self.proc.poll() is not None:
