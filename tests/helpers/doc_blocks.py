@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from helpers.http_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,6 +224,16 @@ def kind(block: Block, page_blocks_: list[Block], shells: bool = True) -> str:
     if block.lang == "python":
         return "python"
     return "unchecked"
+
+
+def skip_or_refuse(block: Block, kind_: str) -> None:
+    """A page test's first word on a block of ``kind_``: a block marked not run is skipped with its reason (which
+    it must give), an unchecked one fails, naming how to mark it."""
+    if kind_ == "not run":
+        assert block.not_run, f"{block.id}: `<!-- not run: REASON -->` needs its reason"
+        pytest.skip(f"not run: {block.not_run}")
+    assert kind_ != "unchecked", (f"{block.id} ({block.lang or 'no language'}): neither run nor marked; mark it "
+                                  "`<!-- not run: REASON -->` on the line before its fence, or give it a check here")
 
 
 def on_port(text: str, named: str, port: int) -> str:

@@ -79,11 +79,7 @@ def _cpu_flags(block: Block) -> tuple:
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_block(block, request):
     kind = how(block)
-    if kind == "not run":
-        assert block.not_run, f"{block.id}: `<!-- not run: REASON -->` needs its reason"
-        pytest.skip(f"not run: {block.not_run}")
-    assert kind != "unchecked", (f"{block.id} ({block.lang or 'no language'}): neither run nor marked; mark it "
-                                 "`<!-- not run: REASON -->` on the line before its fence, or give it a check here")
+    doc_blocks.skip_or_refuse(block, kind)
     if kind == "committed file":
         return
     folder, model, prompts = request.getfixturevalue("examples")
