@@ -1,21 +1,24 @@
 """``optimal_beam_search``: vLLM's ``LLM.beam_search`` that stops each prompt once the certificate holds.
 
-The loop is vLLM 0.32's ``BeamSearchOfflineMixin.beam_search`` (``vllm/entrypoints/generate/beam_search/
-offline.py``; its internals through ``internals``), statement for statement: the same prelude (watermarking
-resolved, the tokenizer's end token, ``create_sort_beams_key_function``, the prompts through ``_preprocess_cmpl``,
-the LoRA requests, the
-``concurrency_limit`` chunks, the progress bar, the base ``SamplingParams`` with ``logprobs = 2 * beam_width``
-and ``max_tokens = 1``, one ``BeamSearchInstance`` a prompt), and each step is vLLM's own
-``LLM._beam_search_step``, called on the instances still running: it sends every live beam to the engine,
-forms each beam's candidates in the order of the engine's logprobs, moves those that end in the end token to
-``instance.completed``, sorts the rest by vLLM's score (a stable sort) and keeps ``beam_width``. So every
-beam and every completed hypothesis is the one vLLM holds at that step.
+vLLM's own ``LLM.beam_search`` runs (``BeamSearchOfflineMixin.beam_search``, ``vllm/entrypoints/generate/
+beam_search/offline.py``): its prelude (watermarking resolved, the tokenizer's end token,
+``create_sort_beams_key_function``, the prompts through ``_preprocess_cmpl``, the LoRA requests, the base
+``SamplingParams`` with ``logprobs = 2 * beam_width`` and ``max_tokens = 1``, one ``BeamSearchInstance`` a
+prompt), its ``concurrency_limit`` chunks, its progress bar and its steps. Its loop calls its step,
+``LLM._beam_search_step``, once a step; that call is the seam (``internals.offline_search``): for this call alone
+the step is ``_Steps.step``, which runs vLLM's own step on the prompts still running (it sends every live beam to
+the engine, forms each beam's candidates in the order of the engine's logprobs, moves those that end in the end
+token to ``instance.completed``, sorts the rest by vLLM's score, a stable sort, and keeps ``beam_width``), with the
+end token, the sort key and every other argument vLLM's loop passes it. So every beam and every completed
+hypothesis is the one vLLM holds at that step, and vLLM's options are applied by vLLM.
 
-What differs is when a prompt stops and what it answers: after each step the instances go to ``prompts.Prompts``
-(the search core's collect and decide, shared with the server's loop, ``online``), and a prompt that is done
-leaves the batch: later steps send only the others' beams. At ``max_tokens`` the live beams join the completed
-list, as in vLLM. The answers are the ``beam_width`` best completed hypotheses under the rule, decoded as vLLM
-decodes them.
+Ours are the stop and the collection: after each step the instances go to ``prompts.Prompts`` (the search core's
+collect and decide, shared with the server's loop, ``online``); a prompt that is done leaves the batch (later
+steps send only the others' beams), and the step tells vLLM's loop to stop once no prompt of the chunk runs. At
+``max_tokens`` the live beams join the completed list, as vLLM's loop does after its last step. The answers are
+the ``beam_width`` best completed hypotheses under the rule: a prompt that is done hands vLLM's loop exactly those
+(its ``completed`` list, no live beam), which vLLM then decodes as it decodes its own; the outputs are in the
+rule's order.
 """
 from __future__ import annotations
 
@@ -41,64 +44,54 @@ def optimal_beam_search(llm, prompts, params, lora_request=None, use_tqdm=False,
     in tokens, ``|y|`` the generated tokens without the end token.
 
     Returns what ``LLM.beam_search`` returns, a list with one ``BeamSearchOutput`` a prompt (its ``sequences``:
-    the ``beam_width`` best, best first, tokens with the prompt's, ``text`` decoded as vLLM does), each an
+    the ``beam_width`` best, best first, tokens with the prompt's, ``text`` decoded by vLLM), each an
     ``OptimalBeamSearchOutput`` that also carries ``record``, the search core's ``Record`` (``steps``,
-    ``stop_reason``, ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``, ``completed``,
-    ``tokens``). Bad arguments raise one-line ``TypeError``/``ValueError``.
+    ``stop_reason``, ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``,
+    ``completed``, ``tokens``). Bad arguments raise one-line ``TypeError``/``ValueError``; a vLLM other than the
+    tested release, one-line ``internals.UnsupportedVersion``.
     """
+    internals.check_version()
     search = options.search(llm, params, stopping, length_reward, length_ratio, bp_norm)
     if concurrency_limit is not None and (isinstance(concurrency_limit, bool)
                                           or not isinstance(concurrency_limit, int) or concurrency_limit < 1):
         raise ValueError(f"concurrency_limit must be a positive int or None, got {concurrency_limit!r}")
-    tokenizer, instances = _instances(llm, prompts, params, lora_request)
-    if use_tqdm and concurrency_limit is not None:
-        internals.offline_logger().warning("Progress bar is not supported when using concurrency_limit. "
-                                           "Disabling progress bar.")
-        use_tqdm = False
-    limit = len(instances) if concurrency_limit is None else concurrency_limit
-    answered = []
-    for start in range(0, len(instances), limit):
-        answered += _decode(llm, instances[start:start + limit], search, params, tokenizer, use_tqdm)
-    outputs = []
-    for answer in answered:
-        for beam in answer.sequences:
-            beam.text = tokenizer.decode(beam.tokens, skip_special_tokens=params.skip_special_tokens)
-        outputs.append(OptimalBeamSearchOutput(sequences=answer.sequences, record=answer.record))
-    return outputs
+    steps = _Steps(search, params.max_tokens)
+    outputs = internals.offline_search(llm, prompts, params, lora_request, use_tqdm, concurrency_limit, steps.step)
+    answered = [p.answer for decode in steps.chunks for p in decode.prompts]
+    if len(answered) != len(outputs) or any(answer is None for answer in answered):
+        raise RuntimeError(f"vLLM's beam search answered {len(outputs)} prompts, the search "
+                           f"{sum(answer is not None for answer in answered)}")
+    return [OptimalBeamSearchOutput(sequences=answer.sequences, record=answer.record) for answer in answered]
 
 
-def _instances(llm, prompts, params, lora_request) -> tuple:
-    """vLLM's prelude (``internals.offline_prelude``): its tokenizer and one ``BeamSearchInstance`` a prompt."""
-    tokenizer, engine_inputs, lora_requests = internals.offline_prelude(llm, prompts, params, lora_request)
-    instances = []
-    for lora_req, prompt in zip(lora_requests, engine_inputs):
-        if prompt["type"] == "embeds":
-            raise ValueError("optimal_beam_search does not take embedding prompts (vLLM's beam search neither)")
-        instances.append(internals.instance(prompt, lora_req))
-    return tokenizer, instances
+class _Steps:
+    """vLLM's step, wrapped (module docstring): one ``Prompts`` a chunk of prompts (``concurrency_limit``: vLLM's
+    loop runs its steps over again for each chunk), in vLLM's order."""
 
+    def __init__(self, search: options.Search, max_tokens: int):
+        self.search, self.T = search, max_tokens
+        self.chunks: list[Prompts] = []
+        self.t = 0
 
-def _decode(llm, batch: list, search, params, tokenizer, use_tqdm: bool) -> list:
-    """One chunk of prompts (``concurrency_limit``): vLLM's steps on the prompts still running, ``Prompts`` after
-    each; the prompts' ``prompts.Answer``s."""
-    from tqdm import tqdm
-    from vllm import SamplingParams
-
-    eos = tokenizer.eos_token_id
-    key = internals.sort_key(eos, params.length_penalty)
-    base = SamplingParams(logprobs=2 * params.beam_width, max_tokens=1, temperature=params.temperature,
-                          watermarking=False, detokenize=False, skip_clone=True)
-    T = params.max_tokens
-    decode = Prompts(search, batch, [len(i.beams[0].tokens) for i in batch], T, eos, key)
-    steps = tqdm(range(1, T + 1), desc="Beam search", unit="token", unit_scale=False) if use_tqdm \
-        else range(1, T + 1)
-    for t in steps:
+    def step(self, stock, *, instances_batch: list, eos_token_id, sort_beams_key, **arguments) -> bool:
+        """Step ``t`` of the chunk ``instances_batch``: vLLM's ``stock`` step on its prompts still running, then
+        ``Prompts.after_step``; True (vLLM's loop stops the chunk) once none runs."""
+        if not self.chunks or instances_batch[0] is not self.chunks[-1].prompts[0].hyps:  # a new chunk
+            self.chunks.append(Prompts(self.search, instances_batch,
+                                       [len(instance.beams[0].tokens) for instance in instances_batch], self.T,
+                                       eos_token_id, sort_beams_key))
+            self.t = 0
+        decode = self.chunks[-1]
+        self.t += 1
         running = decode.running_hyps
-        if not running:
-            break
-        internals.offline_step(llm, running, base, eos, params.ignore_eos, params.beam_width, key)
-        if t == T:  # vLLM: ``instance.completed.extend(instance.beams)``
+        stock(instances_batch=running, eos_token_id=eos_token_id, sort_beams_key=sort_beams_key, **arguments)
+        at_max = self.t == self.T
+        if at_max:  # vLLM: ``instance.completed.extend(instance.beams)`` after its last step
             for instance in running:
                 instance.completed.extend(instance.beams)
-        decode.after_step(t, t == T)
-    return [p.answer for p in decode.prompts]
+                instance.beams = []
+        left = {id(instance) for instance in decode.after_step(self.t, at_max)}
+        for p in decode.prompts:
+            if id(p.hyps) in left:  # vLLM's loop answers, sorted by its key, and decodes exactly these
+                p.hyps.completed, p.hyps.beams = list(p.answer.sequences), []
+        return not decode.running

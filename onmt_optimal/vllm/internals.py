@@ -1,20 +1,27 @@
-"""Every vLLM internal the adapter uses, named once, for vLLM 0.32 (``VERSION``); another version may move them.
+"""Every vLLM internal the adapter uses, named once, for vLLM 0.32 (``VERSION``); another release is refused.
 
 vLLM's beam searches are not a public API: the offline loop is ``BeamSearchOfflineMixin.beam_search``
-(``vllm/entrypoints/generate/beam_search/offline.py``, mixed into ``LLM``), with its step ``_beam_search_step``;
-the server's is ``BeamSearchOnlineMixin.beam_search`` (``online.py``), whose step is written inside the loop (no
-function of vLLM's to call: ``online._grow`` is that step's code); both use ``utils.py``'s
-``BeamSearchSequence``, ``BeamSearchInstance``, ``BeamSearchOutput`` and ``create_sort_beams_key_function``. The
-server's plugin replaces ``BeamSearchOnlineMixin.beam_search`` and the two serving methods ``COMPLETION``'s
+(``vllm/entrypoints/generate/beam_search/offline.py``, mixed into ``LLM``), which calls its step,
+``_beam_search_step``, once a step with keyword arguments: that call is the seam the offline search takes
+(``offline_search``: vLLM's own ``LLM.beam_search`` runs, its step wrapped for that call). The server's is
+``BeamSearchOnlineMixin.beam_search`` (``online.py``), whose step is written inside the loop (no function of
+vLLM's to call or wrap: ``online._grow`` is that step's code); both use ``utils.py``'s ``BeamSearchSequence``,
+``BeamSearchInstance``, ``BeamSearchOutput`` and ``create_sort_beams_key_function``. The server's plugin replaces
+``BeamSearchOnlineMixin.beam_search`` and the two serving methods ``COMPLETION``'s
 ``OpenAIServingCompletion.create_completion`` and ``CHAT``'s ``OpenAIServingChat.create_chat_completion``, and
 answers a refused request with the serving class's ``create_error_response``. The other modules of this package
 reach vLLM's internals only through this one.
+
+These internals change between releases (0.33 scores a hypothesis by its generated tokens alone, takes several
+end tokens and passes them to the step under another name: ``docs/vllm.md``), so a vLLM whose major.minor is not
+``VERSION``'s is refused (``version_error``): offline, the call that asks for the search raises
+``UnsupportedVersion``; the server's plugin logs the line and leaves the server stock (``serve.register``).
 """
 from __future__ import annotations
 
 import asyncio
 
-#: the vLLM release whose internals these are
+#: the vLLM release whose internals these are (major.minor): another is refused (``version_error``)
 VERSION = "0.32"
 #: vLLM's beam-search package (``offline``, ``online``, ``utils``)
 BEAM_SEARCH = "vllm.entrypoints.generate.beam_search"
@@ -23,6 +30,33 @@ COMPLETION = "vllm.entrypoints.openai.completion.serving"
 CHAT = "vllm.entrypoints.openai.chat_completion.serving"
 #: how often a step in flight looks whether the server's engine client stopped (``engine_step``)
 STOPPED_POLL_S = 0.5
+
+
+class UnsupportedVersion(RuntimeError):
+    """The installed vLLM is not the release ``VERSION`` names (``version_error``'s line)."""
+
+
+def installed_version() -> str:
+    """The installed vLLM's version, as it says it (``vllm.__version__``)."""
+    import vllm
+
+    return str(getattr(vllm, "__version__", "unknown"))
+
+
+def version_error() -> str | None:
+    """One line refusing the installed vLLM, or None where its major.minor is ``VERSION``'s (the tested release:
+    its internals are the ones named here)."""
+    version = installed_version()
+    if version.split(".")[:2] == VERSION.split("."):
+        return None
+    return f"onmt-optimal supports vLLM {VERSION}; this is vLLM {version}"
+
+
+def check_version() -> None:
+    """``UnsupportedVersion`` (one line, both versions) unless the installed vLLM is the tested release."""
+    line = version_error()
+    if line is not None:
+        raise UnsupportedVersion(line)
 
 
 def online_mixin():
@@ -85,28 +119,29 @@ def model_config(owner):
 
 # the offline loop (``offline.py``, ``BeamSearchOfflineMixin.beam_search`` on an ``LLM``)
 
-def offline_prelude(llm, prompts, params, lora_request):
-    """What ``LLM.beam_search`` does before its steps: watermarking resolved, its tokenizer, the prompts as
-    engine inputs (``_preprocess_cmpl``) and one LoRA request each (``_lora_request_to_seq``)."""
-    llm.llm_engine.input_processor.resolve_watermarking(params)
-    tokenizer = llm.renderer.get_tokenizer()
-    engine_inputs = llm._preprocess_cmpl(prompts)
-    return tokenizer, engine_inputs, llm._lora_request_to_seq(lora_request, len(engine_inputs))
+#: the step's name: ``BeamSearchOfflineMixin.beam_search`` calls ``self._beam_search_step(...)`` once a step
+STEP = "_beam_search_step"
 
 
-def offline_logger():
-    """``offline.py``'s logger (the warning on ``use_tqdm`` with ``concurrency_limit`` is vLLM's)."""
-    from vllm.entrypoints.generate.beam_search.offline import logger
+def offline_search(llm, prompts, params, lora_request, use_tqdm, concurrency_limit, step):
+    """vLLM's own ``llm.beam_search(prompts, params, lora_request, use_tqdm, concurrency_limit)``, its step
+    (``STEP``) replaced for this call alone by ``step(stock, **arguments)``: ``stock`` is vLLM's step of this
+    ``llm``, ``arguments`` what vLLM's loop passes it (keywords: ``instances_batch``, ``base_sampling_params``,
+    ``eos_token_id``, ``ignore_eos``, ``beam_width``, ``sort_beams_key`` and the structured outputs'), and the loop
+    stops a chunk of prompts when ``step`` returns True. The replacement is an attribute of this ``llm`` object,
+    removed when the call ends, however it ends: ``LLM`` itself is never changed."""
+    if STEP in vars(llm):
+        raise RuntimeError("optimal_beam_search is already running on this LLM (one search at a time)")
+    stock = getattr(llm, STEP)
 
-    return logger
+    def wrapped(**arguments):
+        return step(stock, **arguments)
 
-
-def offline_step(llm, instances, base_sampling_params, eos_token_id, ignore_eos, beam_width, sort_beams_key):
-    """vLLM's own step (``LLM._beam_search_step``) on ``instances``, without structured outputs."""
-    llm._beam_search_step(instances_batch=instances, base_sampling_params=base_sampling_params,
-                          eos_token_id=eos_token_id, ignore_eos=ignore_eos, beam_width=beam_width,
-                          sort_beams_key=sort_beams_key, structured_output_backend=None,
-                          structured_output_key=None, structured_output_bitmask=None)
+    setattr(llm, STEP, wrapped)
+    try:
+        return llm.beam_search(prompts, params, lora_request, use_tqdm, concurrency_limit)
+    finally:
+        delattr(llm, STEP)
 
 
 # the server's loop (``online.py``, ``BeamSearchOnlineMixin.beam_search`` on a serving class)

@@ -1,8 +1,10 @@
 """vLLM's OpenAI-compatible server with the certificate, for the requests that ask (a ``vllm.general_plugins``
 entry point: ``register``).
 
-vLLM loads its general plugins in each of its processes; ``register`` checks the server's default (``DEFAULTS``:
-a bad one stops the server at start-up with one line) and changes three methods (``internals``) and nothing else:
+vLLM loads its general plugins in each of its processes; ``register`` checks that vLLM is the tested release
+(``internals.version_error``: another is named in one line of the server's log, ``refuse_version``, and nothing
+is changed), checks the server's default (``DEFAULTS``: a bad one stops the server at start-up with one line) and
+changes three methods (``internals``) and nothing else:
 
 * ``BeamSearchOnlineMixin.beam_search`` (the server's beam search, under ``/v1/completions``,
   ``/v1/chat/completions`` and the speech-to-text endpoints): vLLM's own unless the request asked for the search
@@ -73,6 +75,11 @@ def register() -> None:
     """The entry point (``vllm.general_plugins``): check the server's default, patch the server's beam search."""
     global _default
     if import_hook.disabled():
+        return
+    if internals.version_error() is not None:  # another vLLM: the server stays stock, and its log says why
+        import_hook.install({COMPLETION: "refuse_version"}, lambda: sys.modules[__name__])
+        if COMPLETION in sys.modules:
+            refuse_version()
         return
     try:
         _default = defaults(os.environ.get(DEFAULTS))
@@ -264,6 +271,12 @@ def patch_completion() -> None:
     if _replace(serving, "create_completion", _serving(serving.create_completion)):
         log.info("onmt-optimal: beam requests that ask (vllm_xargs: %s) run the optimal beam search; "
                  "server default (%s): %s", ", ".join(NAMES), DEFAULTS, json.dumps(_default) if _default else "none")
+
+
+def refuse_version() -> None:
+    """Say in the server's log (its process alone, where the serving classes load) that this vLLM is not the
+    tested release and the plugin is not installed: one line."""
+    log.warning("%s: the plugin is not installed, the server is vLLM's own", internals.version_error())
 
 
 def patch_chat() -> None:

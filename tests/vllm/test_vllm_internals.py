@@ -9,17 +9,18 @@ from onmt_optimal.vllm import internals
 
 def test_the_installed_vllm_is_the_one_named():
     assert vllm.__version__.split(".")[:2] == internals.VERSION.split(".")
+    assert internals.version_error() is None
+    internals.check_version()
 
 
 def test_every_internal_named_exists():
-    for name in ("_beam_search_step", "_preprocess_cmpl", "_lora_request_to_seq", "beam_search"):
+    for name in (internals.STEP, "beam_search"):
         assert callable(getattr(LLM, name, None)), name
     assert callable(internals.online_mixin().beam_search)
     assert callable(internals.completion_serving().create_completion)
     assert callable(internals.completion_serving().create_error_response)
     assert callable(internals.chat_serving().create_chat_completion)
-    for get in (internals.output_class, internals.offline_logger):
-        assert get() is not None
+    assert internals.output_class() is not None
     assert callable(internals.sort_key(0, 1.0))
     assert internals.sequence(orig_prompt={"type": "token", "prompt_token_ids": [1]}, tokens=[1],
                               logprobs=[]).cum_logprob == 0.0
