@@ -22,6 +22,8 @@ rule's order.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from onmt_optimal.option_table import VLLM, taken_by
 from onmt_optimal.vllm import internals, options
 from onmt_optimal.vllm.output import OptimalBeamSearchOutput
@@ -46,7 +48,7 @@ def optimal_beam_search(llm, prompts, params, lora_request=None, use_tqdm=False,
     Returns what ``LLM.beam_search`` returns, a list with one ``BeamSearchOutput`` a prompt (its ``sequences``:
     the ``beam_width`` best, best first, tokens with the prompt's, ``text`` decoded by vLLM), each an
     ``OptimalBeamSearchOutput`` that also carries ``record``, the search core's ``Record`` (``steps``,
-    ``stop_reason``, ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``,
+    ``stop_reason`` as a plain string, ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``,
     ``completed``, ``tokens``). Bad arguments raise one-line ``TypeError``/``ValueError``; a vLLM other than the
     tested release, one-line ``internals.UnsupportedVersion``.
     """
@@ -61,7 +63,9 @@ def optimal_beam_search(llm, prompts, params, lora_request=None, use_tqdm=False,
     if len(answered) != len(outputs) or any(answer is None for answer in answered):
         raise RuntimeError(f"vLLM's beam search answered {len(outputs)} prompts, the search "
                            f"{sum(answer is not None for answer in answered)}")
-    return [OptimalBeamSearchOutput(sequences=answer.sequences, record=answer.record) for answer in answered]
+    return [OptimalBeamSearchOutput(sequences=answer.sequences,
+                                    record=replace(answer.record, stop_reason=str(answer.record.stop_reason)))
+            for answer in answered]
 
 
 class _Steps:
