@@ -7,7 +7,10 @@ Each check runs in a child process whose vLLM says it is 0.33.0 (``vllm.__versio
   ``LLM`` as it was: its ``beam_search`` then answers as vLLM's own does in this run;
 * the server's plugin, loaded by vLLM's own loader (``load_general_plugins``), says so in one line of vLLM's log
   and patches nothing: vLLM's online beam search and serving methods stay vLLM's. The same child without the fake
-  version patches them (the check can tell the two apart).
+  version patches them (the check can tell the two apart);
+* vLLM's OpenAI-compatible server, started as the docs say in a process whose vLLM says 0.33.0, logs that one line
+  and serves as stock: a beam request that asks for the search (even with a value the plugin would refuse) is
+  answered as one that does not, without statistics.
 """
 import json
 import os
@@ -17,8 +20,8 @@ import textwrap
 
 import vllm
 
-from helpers import toy_vllm, vllm_server
-from onmt_optimal.vllm import internals
+from helpers import http_server, toy_vllm, vllm_server
+from onmt_optimal.vllm import internals, serve
 
 FAKE = "0.33.0"
 LINE = f"onmt-optimal supports vLLM {internals.VERSION}; this is vLLM {FAKE}"
@@ -109,3 +112,32 @@ def test_the_server_plugin_refuses_another_vllm_in_one_line_and_patches_nothing(
     patched, lines = plugin_loaded("real")
     assert patched == [True, True, True]
     assert len(lines) == 1 and "run the optimal beam search" in lines[0], lines
+
+
+#: vLLM's server (``python -m vllm.entrypoints.openai.api_server``) in a process whose vLLM says ``argv[1]``
+API_SERVER = ("import runpy, sys, vllm; vllm.__version__ = sys.argv.pop(1); "
+              "runpy.run_module('vllm.entrypoints.openai.api_server', run_name='__main__', alter_sys=True)")
+
+
+def test_the_server_on_another_vllm_says_so_once_and_serves_as_stock(toy, model_dir, tmp_path):
+    port = vllm_server.free_port()
+    argv = [sys.executable, "-c", API_SERVER, FAKE, *vllm_server.command(model_dir, port)[3:]]
+    with http_server.Server(argv, port, "/health", tmp_path / "server.log", env=http_server.env(), timeout=300,
+                            group=True, stop_s=60) as server:
+        name = server.get("/v1/models").body["data"][0]["id"]
+
+        def ask(**xargs):
+            body = {"model": name, "prompt": ["a b c =", "p q ="], "use_beam_search": True, "n": 3,
+                    "max_tokens": 12, "temperature": 0, "length_penalty": 0.0,
+                    **({"vllm_xargs": xargs} if xargs else {})}
+            answer = server.post("/v1/completions", body)
+            assert answer.status == 200, answer.body
+            assert all(serve.FIELD not in choice for choice in answer.body["choices"])
+            return [(c["text"], c["finish_reason"]) for c in answer.body["choices"]], answer.body["usage"]
+
+        stock = ask()
+        assert ask(stopping="optimal") == stock
+        assert ask(stopping="optimal", length_reward=-1) == stock  # the plugin would answer 400: not installed
+        lines = [line for line in server.output().splitlines() if "onmt-optimal" in line]
+    assert len(lines) == 1 and lines[0].endswith(f"{LINE}: the plugin is not installed, the server is vLLM's "
+                                                 "own"), lines
