@@ -39,12 +39,13 @@ rule's.
 """
 from __future__ import annotations
 
+import os
 from abc import ABCMeta, abstractmethod
 
 import torch
 
 from onmt_optimal.adapter import contract
-from onmt_optimal.search import answers, constants, step, transfer
+from onmt_optimal.search import answers, constants, dead, step, transfer
 from onmt_optimal.search.record import Record
 from onmt_optimal.search.scoring import StepView, wide
 from onmt_optimal.search.state import Rule, Rules, State
@@ -53,6 +54,15 @@ from onmt_optimal.search.top_k import TopK
 #: the toolkits' mask for completed items (beam_search.py); their children never outrank a real item
 FINISHED_MASK = -65504.0
 
+#: the environment variable that asks for the dead rows to be skipped in a process (``search.dead``; ``1``,
+#: ``true``, ``yes``, ``on``, any case), where ``LineageBeamSearch.prune_dead`` is None
+PRUNE_DEAD_ENV = "ONMT_OPTIMAL_PRUNE_DEAD"
+
+
+def prune_dead_requested() -> bool:
+    """Does the environment ask for the dead rows to be skipped (``PRUNE_DEAD_ENV``)?"""
+    return os.environ.get(PRUNE_DEAD_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
 
 class LineageBeamSearch(metaclass=ABCMeta):
     """Mixin for a ``BeamSearch`` of OpenNMT's lineage, with rules ``[(scoring, stopping), ...]`` that share its
@@ -60,6 +70,11 @@ class LineageBeamSearch(metaclass=ABCMeta):
 
     #: the toolkit's contract (``contract.OPENNMT_PY_CONTRACT``, ``contract.EOLE_CONTRACT``)
     CONTRACT: contract.Contract
+    #: ask for the dead rows to be skipped (``search.dead``; off by default: the record's ``completed`` and, rarely,
+    #: ``stop_reason`` may differ, the answers, scores and steps do not). Where it holds (``prunes``), each step also
+    #: reads which rows the next one must decode, with its one read, and the toolkit's decode loop decodes only those
+    #: (``rows_to_decode``). None: as the environment says (``prune_dead_requested``: ``ONMT_OPTIMAL_PRUNE_DEAD=1``)
+    prune_dead: bool | None = None
 
     def _init_search(self, rules: list, eos: int, top_k: TopK, host: torch.device | str | None) -> None:
         """Once the toolkit's constructor has run: check its members (``contract``). ``eos``: the end token the
@@ -105,6 +120,12 @@ class LineageBeamSearch(metaclass=ABCMeta):
         #: ``top_k.pick``'s constants: (B, 1) the first beam row of each example, made where it runs, and V
         self.picks = {}
         self.memo = {}  # the rules' per-batch constants (``StepView.once``)
+        #: the dead rows are skipped (``will_prune``)
+        self.prunes = self.will_prune()
+        self._needed = None  # per example of the last step, the needed flags of its items (host lists)
+        if self.prunes:  # before step 1 each beam's first item is its one live item
+            self._needed = [[j == 0 for j in range(beam)]] * B
+            self._done = [False] * B
 
     # ------------------------------------------------------------------ one step
     @abstractmethod
@@ -146,7 +167,15 @@ class LineageBeamSearch(metaclass=ABCMeta):
         # items that fell outside it
         finished = (~state.live).to(ends.device, non_blocking=True) if self.shrinks else ends
         self._done_mask = done
-        self._done = [d for (d,) in done.tolist()]  # the step's one read
+        if self.prunes and not at_max:  # the rows the next step needs, in the same read (``search.dead``)
+            rule = self.plan.rules[0]
+            needed = dead.needed(scoring=rule.scoring, view=view, live=state.live, kept_score=state.kept.score,
+                                 n_best=self.n_best)
+            read = torch.cat([done, needed], dim=1).tolist()  # the step's one read
+            self._done = [row[0] for row in read]
+            self._needed = [row[1:] for row in read]
+        else:
+            self._done = [d for (d,) in done.tolist()]  # the step's one read
         self.topk_log_probs.masked_fill_(finished, FINISHED_MASK)
         # the decode loop calls update_finished() only when this says an example is done (4. leave)
         self.is_finished_list = [[any(self._done)]]
@@ -202,6 +231,28 @@ class LineageBeamSearch(metaclass=ABCMeta):
             log_prob = torch.where(untouched, log_prob, self.topk_log_probs)
             self.topk_log_probs = log_prob.clone()
         return log_prob
+
+    def will_prune(self) -> bool:
+        """Will this search skip its dead rows (``prunes``, decided as ``initialize`` runs; the toolkit's decode loop
+        asks before)? Where ``prune_dead`` asks for it and ``search.dead.eligible`` holds, with no length or coverage
+        penalty in the beam's ranking and no attention; the toolkit's loop adds its own conditions."""
+        wanted = prune_dead_requested() if self.prune_dead is None else self.prune_dead
+        return bool(wanted and dead.eligible(self.rules) and not self.return_attention
+                    and not getattr(self, "_cov_pen", False) and not self.global_scorer.has_len_pen)
+
+    def rows_to_decode(self, device, least: int = 1) -> tuple[torch.Tensor, int]:
+        """With ``prunes``: ``(rows, n)``, the rows (a long tensor on ``device``) of the toolkit's ``(B * beam, ...)``
+        tensors, as they are after ``update_finished``, that the next step decodes: first the ``n`` it needs
+        (``search.dead.needed``, in order), then as many others as make ``least`` rows (where there are), whose
+        log-probabilities are not used; every row but the first ``n`` gets ``search.dead.fill``'s. Made from the
+        step's read, on the host."""
+        flags = torch.tensor([row for row, done in zip(self._needed, self._done) if not done],
+                             dtype=torch.bool).view(-1)
+        rows = flags.nonzero().view(-1)
+        n = rows.shape[0]
+        if n < least:
+            rows = torch.cat([rows, (~flags).nonzero().view(-1)[: least - n]])
+        return rows.to(device, non_blocking=True), n
 
     # ------------------------------------------------------------------ examples leave the batch
     def update_finished(self):

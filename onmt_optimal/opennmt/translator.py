@@ -33,6 +33,7 @@ from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.opennmt.output import RunOutput
 from onmt_optimal.options import Flags, Options, Settings
 from onmt_optimal.progress import count_lines, sentence_bar
+from onmt_optimal.search import dead
 
 
 #: the options of the translator ``from_opt`` is building, for its constructor: OpenNMT-py's ``from_opt`` calls
@@ -93,6 +94,64 @@ class CertifiedTranslator(RecordKeeping, Translator):
                 results = self._translate_batch_with_strategy(batch, strategy)
             stats, rule_results = strategy.search_stats, strategy.rule_results
         return results, stats, rule_results if search.collect else None
+
+    def _translate_batch_with_strategy(self, batch, decode_strategy):
+        """Stock's decode loop, or, where the search skips its dead rows (``LineageBeamSearch.prunes``, with no
+        copy generator and no target prefix), ``_decode_needed_rows``."""
+        if isinstance(decode_strategy, CertifiedBeamSearch) and not self.copy_attn and not self.tgt_file_prefix \
+                and decode_strategy.will_prune():
+            return self._decode_needed_rows(batch, decode_strategy)
+        return super()._translate_batch_with_strategy(batch, decode_strategy)
+
+    def _decode_needed_rows(self, batch, decode_strategy):
+        """OpenNMT-py 3.5.1's ``_translate_batch_with_strategy`` (no copy generator, no target prefix) that runs the
+        decoder, the generator and the log-softmax only for the rows the search needs (``search.dead``).
+
+        The decoder's state holds the rows decoded last (``rows``, in order), not the beam's ``B * beam``: where
+        stock reorders it by the beam's parents (``select_indices``), this reorders it by ``where[select_indices]``
+        at the rows needed next, ``where`` being each decoded row's place in the state: one gather, as stock's.
+        A needed row's parent was decoded (its bound is at least its child's, so it was needed). The log-probs
+        of the other rows are ``search.dead.FILL``."""
+        batch_size = len(batch["srclen"])
+        src, enc_final_hs, enc_out, src_len = self._run_encoder(batch)
+        self.model.decoder.init_state(src, enc_out, enc_final_hs)
+        gold_score, gold_log_probs = self._gold_score(batch, enc_out, src_len, False, enc_final_hs, batch_size,
+                                                      src)
+        fn_map_state, enc_out, _ = decode_strategy.initialize(enc_out, src_len, None, target_prefix=None)
+        assert decode_strategy.prunes
+        if fn_map_state is not None:
+            self.model.decoder.map_state(fn_map_state)
+        device = decode_strategy.alive_seq.device
+        rows, n = decode_strategy.rows_to_decode(device, dead.LEAST_ROWS)
+        self.model.decoder.map_state(lambda state, dim: state[rows])
+        for step in range(decode_strategy.max_length):
+            total = decode_strategy.alive_seq.shape[0]
+            decoder_input = decode_strategy.current_predictions.view(-1, 1, 1)[rows]
+            memory = tuple(x[rows] for x in enc_out) if isinstance(enc_out, tuple) else enc_out[rows]
+            log_probs, _ = self._decode_and_generate(
+                decoder_input, memory, batch, src_len=decode_strategy.src_len[rows], src_map=None, step=step,
+                batch_offset=decode_strategy.batch_offset, return_attn=False)
+            needed = rows if n == rows.shape[0] else rows[:n]
+            decode_strategy.advance(dead.fill(needed, log_probs[:n], total), None)
+            any_finished = any([any(sublist) for sublist in decode_strategy.is_finished_list])
+            if any_finished:
+                decode_strategy.update_finished()
+                if decode_strategy.done:
+                    break
+            select_indices = decode_strategy.select_indices
+            if any_finished:
+                if isinstance(enc_out, tuple):
+                    enc_out = tuple(x[select_indices] for x in enc_out)
+                else:
+                    enc_out = enc_out[select_indices]
+            # each decoded row's place in the state (0 for the others: only a padding row, whose output is not
+            # used, may descend from one)
+            where = torch.zeros(total, dtype=torch.long, device=device)
+            where[rows] = torch.arange(rows.shape[0], device=device)
+            rows, n = decode_strategy.rows_to_decode(device, dead.LEAST_ROWS)
+            state_rows = where[select_indices[rows]]
+            self.model.decoder.map_state(lambda state, dim: state[state_rows])
+        return self.report_results(gold_score, gold_log_probs, batch, batch_size, decode_strategy)
 
     def _decode_and_generate(self, decoder_in, *args, **kwargs):
         log_probs, attn = super()._decode_and_generate(decoder_in, *args, **kwargs)
