@@ -208,11 +208,17 @@ def quiesce(timeout: float = 10.0) -> None:
 
 def append(path: str, text: str, flag: str = "-stats_file") -> None:
     """``text`` added at the end of ``path`` (created if need be) in one write, or nothing added at all (see the
-    module docstring); a failure raises ``atomic.OutputError``."""
+    module docstring); a failure raises ``atomic.OutputError``. The path is opened anew at each call: a server
+    appends through the handle it opened at start-up instead (``StatsFile``)."""
     data = text.encode("utf-8")
+    flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK  # (a FIFO fails at once instead of hanging)
     with _lock(path):
-        try:  # (O_NONBLOCK: a FIFO put in the file's place since start-up fails at once instead of hanging)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
+        readable = True
+        try:
+            try:
+                fd = os.open(path, os.O_RDWR | flags, 0o666)
+            except PermissionError:
+                fd, readable = os.open(path, os.O_WRONLY | flags, 0o666), False
         except OSError as err:
             raise atomic.OutputError(f"{flag} {path}: cannot append to it ({_reason(err)}); earlier records "
                                      f"were kept") from None
@@ -221,15 +227,15 @@ def append(path: str, text: str, flag: str = "-stats_file") -> None:
             if not regular and path != os.devnull:
                 raise atomic.OutputError(f"{flag} {path}: cannot append to it (not a regular file any more); "
                                          f"earlier records were kept")
-            _append_fd(fd, path, data, flag, regular, readable=None)
+            _append_fd(fd, path, data, flag, regular, readable)
         finally:
             os.close(fd)
 
 
-def _append_fd(fd: int, path: str, data: bytes, flag: str, regular: bool, readable) -> None:
+def _append_fd(fd: int, path: str, data: bytes, flag: str, regular: bool, readable: bool) -> None:
     """``data`` written at the end of ``fd`` (the file ``path``) under ``flock`` where it is a regular file, after a
-    newline if its last record was cut short, then synced; a write that fails is cut back (module docstring).
-    ``readable``: whether ``fd`` reads (True), does not (False), or None: read ``path`` instead."""
+    newline if its last record was cut short (``readable``: whether ``fd`` can tell), then synced; a write that
+    fails is cut back (module docstring)."""
     end = 0
     if regular:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -237,9 +243,7 @@ def _append_fd(fd: int, path: str, data: bytes, flag: str, regular: bool, readab
         if regular:
             end = os.fstat(fd).st_size
             last = None
-            if end and readable is None:
-                last = _last_byte(path, end)
-            elif end and readable:
+            if end and readable:
                 try:
                     last = os.pread(fd, 1, end - 1)
                 except OSError:
@@ -262,17 +266,35 @@ def _append_fd(fd: int, path: str, data: bytes, flag: str, regular: bool, readab
             fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-def _last_byte(path: str, size: int) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            f.seek(size - 1)
-            return f.read(1)
-    except OSError:
-        return None  # not readable: nothing to tell
-
-
 def _reason(err: OSError) -> str:
     return err.strerror or type(err).__name__
+
+
+def port_problem(host, port) -> str | None:
+    """Why a server could not listen on ``host``:``port``, in one line (``port 5000 on 127.0.0.1 is in use``), or
+    None: each address ``host`` resolves to is bound for a moment, as the server will bind it (``SO_REUSEADDR``,
+    as uvicorn and waitress set it), and let go. Asked before any model loads: stock loaded every model first,
+    then ended in an ``OSError`` traceback."""
+    import socket
+
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        return f"port {port!r} is not a port number (0 to 65535)"
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as err:
+        return f"host {host!r} cannot be resolved ({getattr(err, 'strerror', None) or err})"
+    for family, kind, proto, _, address in found:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(address)
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is in use"
+            if err.errno == errno.EAFNOSUPPORT:
+                continue
+            return f"cannot listen on port {port} of {host} ({_reason(err)})"
+    return None
 
 
 def check(flag: str, path: str) -> None:

@@ -35,7 +35,8 @@ has (``patch_command``):
   refused in one line, nothing registered, no file read); the clone gets a fresh id (stock
   took the body's ``"timeout"`` for it, failed on ``load_time`` with a 500 and left the model registered under
   that id), the timeout as its timeout, its model's files, root and tokenizer, and is loaded;
-* ``onmt.bin.server.start`` (``main``'s): a refused option (at start-up: every model's ``"opt"`` is parsed then,
+* ``onmt.bin.server.start`` (``main``'s): a host and port it cannot listen on (in use: ``served.port_problem``)
+  ends the command in one line, exit status 2, before any model loads; a refused option (at start-up: every model's ``"opt"`` is parsed then,
   loaded or not) or a refused file ends the command with ``onmt_server: error: CONFIG: model ID: ...`` and exit
   status 2, no traceback; SIGTERM and SIGINT stop it at once (``server_http.stop_on_signals``); its Flask app
   answers malformed requests 400 in one line (``server_http.guard``).
@@ -460,6 +461,9 @@ def patch_command() -> None:
         from onmt_optimal.opennmt import server_http
 
         server_http.stop_on_signals(PROG)
+        problem = _port_problem(stock_start, config_file, *args, **kwargs)
+        if problem is not None:
+            failures.fail(PROG, problem, 2)
         try:
             return stock_start(config_file, *args, **kwargs)
         except (failures.Fault, atomic.OutputError) as err:
@@ -468,6 +472,21 @@ def patch_command() -> None:
     cli.start = mark(start)
     if not ours(cli.serve):
         cli.serve = _guarded_serve(cli.serve)
+
+
+def _port_problem(stock_start, *args, **kwargs) -> str | None:
+    """Why ``start`` could not listen on the host and port it was given (``served.port_problem``), in one line, or
+    None; asked before any model loads: stock loaded every model, then ended in an OSError traceback."""
+    import inspect
+
+    from onmt_optimal.adapter import served
+
+    try:
+        bound = inspect.signature(stock_start).bind(*args, **kwargs)
+    except TypeError:
+        return None  # stock says what is wrong with its arguments
+    bound.apply_defaults()
+    return served.port_problem(bound.arguments.get("host"), bound.arguments.get("port"))
 
 
 def _guarded_serve(serve):

@@ -504,6 +504,27 @@ def test_a_clone_that_cannot_decode_is_refused(server, root, outside, secret, op
     assert "must be at least 1 (got 0)" in error, error
 
 
+def test_a_port_in_use_ends_the_server_in_one_line_before_any_model_loads(tmp_path, toy_model):
+    """Stock loaded every model (``"load": true``), then ended in an OSError traceback."""
+    import socket
+
+    (tmp_path / "model.pt").symlink_to(toy_model)
+    conf = write_config(tmp_path, entry(3, {**SHARED, **OURS, "stats_file": "stats.jsonl"}))
+    before = checksums(tmp_path)
+    with socket.socket() as taken:
+        taken.bind((http_server.HOST, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        proc = subprocess.run([_bin("onmt_server"), "--ip", http_server.HOST, "--port", str(port), "-m", str(conf)],
+                              env=http_server.env(), capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        took = time.monotonic() - started
+    line = one_error_line(proc.returncode, proc.stderr, 2, prog="onmt_server")
+    assert line == f"onmt_server: error: port {port} on {http_server.HOST} is in use"
+    assert "Loading model" not in proc.stderr and took < 30, (took, proc.stderr[-2000:])
+    assert checksums(tmp_path) == before and not (tmp_path / "stats.jsonl").exists()
+
+
 def _start_or_refuse(conf: Path, cwd: Path) -> tuple[int, str]:
     """``onmt_server -m conf``'s exit status and stderr; a server that starts listening instead fails the test."""
     port = http_server.free_port()
