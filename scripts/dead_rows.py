@@ -5,7 +5,9 @@
 Runs ``onmt_translate`` in this process with the given flags (default: the shipped TVsub LSTM,
 ``configs/tvsub-zh-en/translate.yaml``, ``-stopping optimal``) and, after every step of the core, counts for the
 examples that stay in the batch (the rows the decoder computes at the next step) how many rows are dead. Prints
-the share of dead rows among the rows decoded and writes one JSON summary (``--json``).
+the share of dead rows among the rows decoded, and of all rows a pruned decode skips (dead, completed, or holding
+no real item: every row but the needed ones, step 1's first one of each example not counted), and writes one JSON
+summary (``--json``).
 
     python scripts/dead_rows.py --lines 300 --beam 10 --reward 0      # then --reward 1.2 --ratio 1.3059
 """
@@ -40,7 +42,7 @@ def main() -> None:
     torch.serialization.add_safe_globals([_argparse.Namespace])
     from onmt_optimal.search import step as step_module
 
-    counts = {"rows_decoded": 0, "dead_rows": 0, "live_rows": 0, "steps": 0}
+    counts = {"rows_decoded": 0, "dead_rows": 0, "live_rows": 0, "needed_rows": 0, "steps": 0}
     original = step_module.step
 
     def counting(*, rules, state, view, completed, quiet, seq, attn=None):
@@ -54,6 +56,7 @@ def main() -> None:
             counts["rows_decoded"] += int(stay.sum()) * beam
             counts["dead_rows"] += int(dead.sum())
             counts["live_rows"] += int((state.live & stay).sum())
+            counts["needed_rows"] += int((state.live & (bound >= kth) & stay).sum())
             counts["steps"] += 1
         return done
 
@@ -75,7 +78,8 @@ def main() -> None:
     share = counts["dead_rows"] / max(counts["rows_decoded"], 1)
     summary = {"lines": args.lines, "beam": args.beam, "batch": args.batch, "reward": args.reward,
                "ratio": args.ratio if args.reward else None, "n_best": args.n_best, **counts,
-               "dead_share": round(share, 4), "dead_share_of_live": round(counts["dead_rows"] /
+               "dead_share": round(share, 4),
+               "skippable_share": round(1 - counts["needed_rows"] / max(counts["rows_decoded"], 1), 4), "dead_share_of_live": round(counts["dead_rows"] /
                                                                           max(counts["live_rows"], 1), 4)}
     print(json.dumps(summary))
     if args.json:

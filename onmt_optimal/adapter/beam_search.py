@@ -242,16 +242,16 @@ class LineageBeamSearch(metaclass=ABCMeta):
 
     def rows_to_decode(self, device, least: int = 1) -> tuple[torch.Tensor, int]:
         """With ``prunes``: ``(rows, n)``, the rows (a long tensor on ``device``) of the toolkit's ``(B * beam, ...)``
-        tensors, as they are after ``update_finished``, that the next step decodes: first the ``n`` it needs
-        (``search.dead.needed``, in order), then as many others as make ``least`` rows (where there are), whose
-        log-probabilities are not used; every row but the first ``n`` gets ``search.dead.fill``'s. Made from the
-        step's read, on the host."""
+        tensors, as they are after ``update_finished``, that the next step decodes, in order: the ``n`` it needs
+        (``search.dead.needed``) and, where they are fewer than ``least``, as many others as make ``least`` rows
+        (where there are), whose log-probabilities, at most 0, are as good as any (``search.dead.spread``). Made
+        from the step's read, on the host."""
         flags = torch.tensor([row for row, done in zip(self._needed, self._done) if not done],
                              dtype=torch.bool).view(-1)
         rows = flags.nonzero().view(-1)
         n = rows.shape[0]
         if n < least:
-            rows = torch.cat([rows, (~flags).nonzero().view(-1)[: least - n]])
+            rows = torch.cat([rows, (~flags).nonzero().view(-1)[: least - n]]).sort().values
         return rows.to(device, non_blocking=True), n
 
     # ------------------------------------------------------------------ examples leave the batch

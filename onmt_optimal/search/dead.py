@@ -62,7 +62,7 @@ import torch
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, ScoringRule, StepView, StockScore, WordReward
 from onmt_optimal.search.stopping import OptimalityCertificate
 
-__all__ = ["FILL", "LEAST_ROWS", "eligible", "fill", "needed"]
+__all__ = ["FILL", "LEAST_ROWS", "eligible", "fill", "needed", "spread"]
 
 #: the fewest rows a pruned step decodes (padded with rows whose output is not used). Measured on this project's
 #: CPU torch build: a matrix product of 1 to 3 rows takes another kernel than one of 4 or more, whose rows come out
@@ -111,4 +111,18 @@ def needed(*, scoring: ScoringRule, view: StepView, live: torch.Tensor, kept_sco
 def fill(rows: torch.Tensor, log_probs: torch.Tensor, total: int) -> torch.Tensor:
     """(total, V): ``log_probs`` (n, V), the decoded rows, at ``rows`` (n,) and ``FILL`` everywhere else."""
     out = log_probs.new_full((total, log_probs.shape[1]), FILL)
+    return out.index_copy_(0, rows, log_probs)
+
+
+def spread(scores: torch.Tensor | None, rows: torch.Tensor, log_probs: torch.Tensor, total: int) -> torch.Tensor:
+    """``fill`` without writing the rows that are not decoded: ``log_probs`` (n, V) copied to ``rows`` of
+    ``scores``'s first ``total`` rows, where the other rows keep what the last step left there (the beam adds its
+    sums to them in place, masks, never raises one above 0: every number in them is at most 0 and none is NaN, which
+    is all the proof's step 1 asks of a row that is not needed). ``scores`` is None at a batch's first step (or
+    smaller than ``total`` rows): then a ``fill``. Returns the ``(total, V)`` tensor the beam reads; pass it back as
+    ``scores`` at the next step. Saves a ``(total, V)`` write a step, the same size as the decode's own output."""
+    if scores is None or scores.shape[0] < total or scores.shape[1] != log_probs.shape[1] \
+            or scores.dtype != log_probs.dtype:
+        return fill(rows, log_probs, total)
+    out = scores[:total]
     return out.index_copy_(0, rows, log_probs)

@@ -48,21 +48,25 @@ def build(case, prune: bool, batch: int):
     return search
 
 
-def run_pruned(strategy, model, examples_, src_lens):
-    """``synthetic.run_strategy``, computing only the rows ``rows_to_decode`` names; returns (steps, rows computed,
-    rows in all)."""
+def run_pruned(strategy, model, examples_, src_lens, least=1):
+    """``synthetic.run_strategy``, computing only the rows ``rows_to_decode`` names (at least ``least`` a step)
+    and spreading them over the last step's numbers as ``CertifiedTranslator._decode_needed_rows`` does
+    (``dead.spread``); returns (steps, rows computed, rows in all)."""
     B = len(examples_)
     strategy.initialize(torch.zeros(B, max(src_lens), 1), torch.tensor(src_lens))
-    prunes = strategy.prunes  # set once the search is built (``_init_search``)
+    prunes = strategy.prunes  # decided as the search starts (``LineageBeamSearch.will_prune``)
     row_example = torch.tensor(examples_).repeat_interleave(strategy.beam_size)
-    rows = strategy.rows_to_decode("cpu")[0] if prunes else None
+    rows = strategy.rows_to_decode("cpu", least)[0] if prunes else None
     steps = computed = total_rows = 0
+    scores = None
     for _ in range(strategy.max_length):
         seqs = strategy.alive_seq.tolist()
         total = len(seqs)
         chosen = rows.tolist() if prunes else range(total)
         log_probs = torch.stack([model.log_probs(int(row_example[r]), tuple(seqs[r][1:])) for r in chosen])
-        strategy.advance(dead.fill(rows, log_probs, total) if prunes else log_probs, None)
+        if prunes:
+            log_probs = scores = dead.spread(scores, rows, log_probs, total)
+        strategy.advance(log_probs, None)
         steps += 1
         computed, total_rows = computed + len(chosen), total_rows + total
         if any(any(sub) for sub in strategy.is_finished_list):
@@ -71,9 +75,10 @@ def run_pruned(strategy, model, examples_, src_lens):
                 break
         if prunes:
             decoded = set(chosen)
-            rows = strategy.rows_to_decode("cpu")[0]
-            parents = strategy.select_indices[rows].tolist()
-            assert decoded.issuperset(parents), "a needed row's parent was not decoded"
+            rows, n = strategy.rows_to_decode("cpu", least)
+            if least == 1:  # the needed rows alone: each one's parent was decoded
+                parents = strategy.select_indices[rows].tolist()
+                assert decoded.issuperset(parents), "a needed row's parent was not decoded"
         row_example = row_example[strategy.select_indices]
     return steps, computed, total_rows
 
@@ -94,7 +99,7 @@ def cases(draw):
         min_length=draw(st.sampled_from([0, 0, 2])), block=draw(st.sampled_from([0, 0, 2])),
         src_lens=draw(st.lists(st.integers(1, 8), min_size=batch, max_size=batch)),
         reward=draw(st.sampled_from([0.0, 0.5, 1.3, 3.0])), ratio=draw(st.sampled_from([0.5, 1.0, 1.27, 2.0])),
-        group=draw(st.sampled_from([1, 2, None])))
+        group=draw(st.sampled_from([1, 2, None])), least=draw(st.sampled_from([1, 1, dead.LEAST_ROWS])))
 
 
 @SETTINGS
@@ -104,7 +109,7 @@ def test_pruned_search_answers_as_the_unpruned_one(case):
     examples_ = list(range(case["batch"]))
     plain, pruned = build(case, False, case["batch"]), build(case, True, case["batch"])
     steps = run_strategy(plain, model, examples_, case["src_lens"])
-    pruned_steps, computed, total = run_pruned(pruned, model, examples_, case["src_lens"])
+    pruned_steps, computed, total = run_pruned(pruned, model, examples_, case["src_lens"], case["least"])
     assert not plain.prunes and pruned.prunes
     note(f"rows computed {computed} of {total}")
     event("rows skipped" if computed < total else "no row skipped")
@@ -120,7 +125,8 @@ def test_pruned_search_answers_as_the_unpruned_one(case):
 def test_the_property_test_prunes_something():
     """One fixed case in which dead rows are skipped (so the property above does not pass vacuously)."""
     case = dict(rule="none", seed=7, vocab=10, eos_bias=2.0, sharpness=2.0, beam=5, batch=3, n_best=1,
-                max_length=12, min_length=0, block=0, src_lens=[3, 4, 5], reward=0.0, ratio=1.0, group=None)
+                max_length=12, min_length=0, block=0, src_lens=[3, 4, 5], reward=0.0, ratio=1.0, group=None,
+                least=1)
     model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
     plain, pruned = build(case, False, 3), build(case, True, 3)
     run_strategy(plain, model, [0, 1, 2], case["src_lens"])
@@ -141,10 +147,12 @@ def test_eligible_rules(scoring_rule, ok):
     assert not dead.eligible([(scoring_rule, optimal), (StockScore("none"), optimal)])
 
 
-def test_fill_and_needed():
+def test_fill_spread_and_needed():
     rows = torch.tensor([0, 2])
     out = dead.fill(rows, torch.tensor([[-1.0, -2.0], [-3.0, -4.0]]), 3)
     assert out.tolist() == [[-1.0, -2.0], [dead.FILL, dead.FILL], [-3.0, -4.0]]
+    again = dead.spread(out, torch.tensor([1]), torch.tensor([[-5.0, -6.0]]), 2)
+    assert again.tolist() == [[-1.0, -2.0], [-5.0, -6.0]] and again.data_ptr() == out.data_ptr()
     from onmt_optimal.search.scoring import StepView
     view = StepView(log_prob=torch.tensor([[-1.0, -2.0, -3.0]]), eos=torch.zeros(1, 3, dtype=torch.bool),
                     src_len=torch.tensor([2.0]), t=2, max_length=5)
