@@ -18,8 +18,8 @@ from dataclasses import replace
 from functools import lru_cache
 
 from onmt_optimal.option_table import EOLE, taken_by
-from onmt_optimal.options import (Flags, OptionError, Options, Settings, option_warnings, read_parsed as _read_parsed,
-                                  validate as _validate, validate_sizes)
+from onmt_optimal.options import (Flags, OptionError, Options, Settings, beam_search_options, option_warnings,
+                                  read_parsed as _read_parsed, validate as _validate, validate_sizes)
 
 __all__ = ["FIELDS", "OptionError", "Options", "config_class", "option_warnings", "read_parsed", "validate"]
 
@@ -70,8 +70,8 @@ def validate(own: Settings, flags: Flags, run: bool = True) -> None:
     _validate(replace(own, world_size=1, ratio=0.0), flags, run=run, toolkit=EOLE)
     _check_own_rules(own, flags)
     sampling = own.top_k != 0 or own.top_p != 0
-    if sampling and (flags.stopping != "default" or flags.length_reward > 0 or flags.bp_norm):
-        raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
+    if sampling and (flags.stopping != "default" or flags.scores):
+        raise OptionError(f"{beam_search_options(EOLE)} apply to beam search, not to random sampling "
                           "(-top_k/-top_p)")
     if sampling and flags.stats_file:
         raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
@@ -88,26 +88,41 @@ def _check_own_rules(own: Settings, flags: Flags) -> None:
         raise OptionError(f"-world_size {world_size}: onmt-optimal's options decode in one process, not with "
                           f"eole's multi-process inference; drop -world_size")
     if flags.active and own.ratio > 0:
-        raise OptionError("eole's -ratio stopping rule cannot be combined with onmt-optimal's options "
-                          "(-stopping, -length_reward, -bp_norm, -stats_file); drop -ratio")
+        raise OptionError(f"eole's -ratio stopping rule cannot be combined with onmt-optimal's options "
+                          f"({beam_search_options(EOLE, ', ')}, -stats_file); drop -ratio")
 
 
 def _check_model_paths(own: Settings) -> None:
     """Each ``model_path`` is an eole model directory (``config.json`` in it) or a Hugging Face model ID (eole's
-    ``is_hf_model_id``: relative, with a slash, not on this disk): eole says so only after a ValueError traceback."""
+    ``is_hf_model_id``: relative, with a slash, not on this disk, and of the Hub's form, ``hub_id``): eole says so
+    only after a ValueError traceback, and took a mistyped local path (``~/models/x``, ``models/en/x``, or
+    ``models/x`` where ``models`` is a local directory) for a Hub ID: a traceback, or a minute of retries."""
     import os
 
     paths = own.model_path
     for path in ([paths] if isinstance(paths, str) else paths or []):
         from eole.models.hf_resolver import is_hf_model_id
 
-        if is_hf_model_id(path):
+        if is_hf_model_id(path) and hub_id(path):
             continue
         if not os.path.exists(path):
             raise OptionError(f"-model_path {path}: no such directory")
         if not os.path.isfile(os.path.join(path, "config.json")):
             raise OptionError(f"-model_path {path} is not an eole model directory (it has no config.json)")
         check_model_files(path)
+
+
+def hub_id(path: str) -> bool:
+    """Whether ``path`` (not on this disk) has a Hugging Face model ID's form, ``org/name`` (letters, digits, ``-``,
+    ``_``, ``.``; neither part starting or ending with ``-`` or ``.``), and is no local path: its ``org`` is no
+    directory here, and it starts with none of ``/``, ``.``, ``~``."""
+    import os
+    import re
+
+    part = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+    if not re.fullmatch(f"{part}/{part}", path) or "--" in path or ".." in path:
+        return False
+    return not os.path.isdir(path.split("/")[0])
 
 
 def check_model_files(path: str) -> None:

@@ -100,7 +100,7 @@ def _checked(get_config):
             for warning in options.option_warnings(own, flags):
                 sys.stderr.write(f"{PROG}: warning: model {self.model_id}: {warning}\n")
             if config.stats_file:
-                _check_stats_file(config)
+                _check_stats_file(config, self.model_id)
         except ValidationError as err:
             raise options.OptionError(f"model {self.model_id}: {_invalid(err)}") from None
         except options.OptionError as err:
@@ -122,17 +122,21 @@ def _invalid(err) -> str:
     return f"-{key}: {first['msg']} (got {first.get('input')!r}){more}"
 
 
-def _check_stats_file(config) -> None:
+def _check_stats_file(config, model_id=None) -> None:
     """``stats_file`` names a regular file (or a new one) that takes appended records (a FIFO would hang every
-    request, a directory or ``name/`` fail it), and is none of the files the server reads for the model or writes
-    (``files.check_served``: its YAML, the model's files, its transforms' files, ``log_file``), links resolved.
-    A relative path is the working directory's: ``config.stats_file`` becomes absolute."""
+    request, a directory or ``name/`` fail it), and is none of the files the server reads or writes, for this model
+    (``files.check_served``: its YAML, the model's files, its transforms' files, ``log_file``) or any other it
+    serves (``_check_site``), links resolved; then it is opened, once (``_open_stats``). A relative path is the
+    working directory's: ``config.stats_file`` becomes absolute. Checked once per model: when the model loads
+    later, the file it opened at start-up is the one it appends to, whatever has been put in its place since."""
     from onmt_optimal.adapter import served
     from onmt_optimal.eole import files, options
     from onmt_optimal.options import OptionError, _check_writable
 
     given = config.stats_file
     config.stats_file = path = os.path.abspath(given)
+    if model_id is not None and (model_id, path) in _CHECKED and path in _OPENED:
+        return
     _check_writable("-stats_file", path + os.sep if given.endswith(os.sep) else path)  # a directory, ``name/``...
     if os.path.exists(path):
         mode = os.stat(path).st_mode
@@ -142,16 +146,102 @@ def _check_stats_file(config) -> None:
                               f"name one")
     served.check("-stats_file", path)
     files.check_served(*options.read_parsed(config), _server_config[0])  # (read anew: stats_file is absolute now)
+    _check_site(path)
+    _open_stats(path)
+    if model_id is not None:
+        _CHECKED.add((model_id, path))
+
+
+#: every model of the server's YAML (``_site``): ``(model id, its local model directory or None, the files its
+#: entry names that the server reads, those it writes besides a stats_file)``
+_SITE: list = []
+#: the statistics files the server opened (``_open_stats``), by absolute path; one handle per file
+_OPENED: dict = {}
+#: ``(model id, stats_file)`` pairs checked and opened at start-up (or at the model's first load)
+_CHECKED: set = set()
+
+
+def _site(server_config_path) -> list:
+    """``_SITE``'s entries, read from the server's YAML as eole reads it (each model's ``path``, its ``config``'s
+    ``log_file``, ``phrase_table`` and transforms' files); nothing where it cannot be read (eole says why)."""
+    import yaml
+
+    from onmt_optimal.eole import files
+
+    try:
+        with open(server_config_path, encoding="utf-8") as f:
+            conf = yaml.safe_load(f)
+    except (OSError, ValueError, yaml.YAMLError):
+        return []
+    entries = conf.get("models") if isinstance(conf, dict) else None
+    site = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        path = entry.get("path")
+        local = os.path.expandvars(path) if isinstance(path, str) else None
+        config = entry.get("config") if isinstance(entry.get("config"), dict) else {}
+        reads = [(f"-{name} file", config[name]) for name in ("phrase_table", "src_subword_vocab")
+                 if isinstance(config.get(name), str) and config[name]]
+        reads += [(f"{where} file", value) for where, value in files._transform_files(
+            config.get("transforms_configs") or {}, "transforms_configs")]
+        writes = [("-log_file", config["log_file"])] if isinstance(config.get("log_file"), str) and \
+            config["log_file"] else []
+        site.append((entry.get("id"), local if local and os.path.isdir(local) else None, reads, writes))
+    return site
+
+
+def _check_site(path: str) -> None:
+    """``path`` (a ``stats_file``) is no file the server reads or writes for any model of its YAML (``_SITE``): a
+    model's directory or a file in it, a file its config names, its ``log_file`` (another model's ``stats_file``
+    may be the same: they share it)."""
+    from onmt_optimal.eole import files
+    from onmt_optimal.options import OptionError, _same_file
+
+    for model_id, directory, reads, writes in _SITE:
+        if directory is not None:
+            member = files._in_model(path, directory)
+            if member is not None:
+                what = "directory" if member == "." else f"file {member} of the model directory"
+                raise OptionError(f"-stats_file {path} is model {model_id}'s {what} {directory}, which the server "
+                                  f"reads: writing it would destroy it; name another file")
+        for what, read in reads:
+            if _same_file(path, read):
+                raise OptionError(f"-stats_file {path} is model {model_id}'s {what} {read}, which the server "
+                                  f"reads: writing it would destroy it; name another file")
+        for flag, written in writes:
+            if _same_file(path, written):
+                raise OptionError(f"-stats_file {path} and model {model_id}'s {flag} {written} are the same file: "
+                                  f"one would write into the other; name two different files")
+
+
+def _open_stats(path: str):
+    """The statistics file at ``path`` (absolute), opened once (``served.StatsFile.open``: no link followed, a file
+    with other hard links refused, in one line) and shared by every model that names it, by any spelling."""
+    from onmt_optimal.adapter.served import StatsFile
+
+    handle = _OPENED.get(path)
+    if handle is None:
+        handle = StatsFile.open(path)
+        same = next((h for h in _OPENED.values() if h.key == handle.key), None)
+        if same is not None:
+            handle.close()
+            handle = same
+        _OPENED[path] = handle
+    return handle
 
 
 def _checked_at_start(start):
-    """``Server.start`` that checks, at start-up, every model setting one of our options that stock did not load
-    then (``preload``): a local model directory only (a Hugging Face ID is checked when it loads)."""
+    """``Server.start`` that reads every model's files first (``_SITE``), checks, at start-up, every model setting
+    one of our options that stock did not load then (``preload``): a local model directory only (a Hugging Face
+    ID is checked when it loads), and answers a request naming no model it serves with HTTP 400 (``Models``)."""
 
     @functools.wraps(start)
     def checked_start(self, server_config_path):
         _server_config[0] = os.path.abspath(server_config_path) if isinstance(server_config_path, str) else None
+        _SITE[:] = _site(server_config_path) if isinstance(server_config_path, str) else []
         start(self, server_config_path)
+        self.models = Models(self.models)
         for model in self.models.values():
             local = os.path.expandvars(model.model_path) if isinstance(model.model_path, str) else None
             if model.loaded or not _ours_in(model.pre_config) or not local or not os.path.isdir(local):
@@ -165,8 +255,25 @@ def _checked_at_start(start):
     return mark(checked_start)
 
 
+class Models(dict):
+    """``Server.models``, whose lookup of an id it does not hold (a client's ``"model"``: a name or a number) raises
+    ``unknown_model()``, answered with HTTP 400 and one line; stock raised a ``KeyError``: a 500 and a traceback."""
+
+    def __missing__(self, model_id):
+        raise unknown_model()(status_code=400, detail=f"unknown model: {model_id!r}; served: {list(self)!r}")
+
+
+@functools.lru_cache(maxsize=1)
+def unknown_model():
+    """``UnknownModel``: FastAPI's ``HTTPException`` and a ``KeyError``, as stock's lookup raised."""
+    from fastapi import HTTPException
+
+    return type("UnknownModel", (HTTPException, KeyError), {"__module__": __name__})
+
+
 def _appending(load):
-    """``Model.load`` whose predictor appends each request's records to ``stats_file``."""
+    """``Model.load`` whose predictor appends each request's records to ``stats_file``, through the handle the
+    server opened (``_open_stats``)."""
 
     @functools.wraps(load)
     def appending(self):
@@ -176,7 +283,7 @@ def _appending(load):
         if search is not None and not search.stock and search.stats_file:
             from onmt_optimal.adapter.served import StatsLog
 
-            predictor.stats_log = StatsLog(search.stats_file, self.model_id)
+            predictor.stats_log = StatsLog(search.stats_file, self.model_id, _open_stats(search.stats_file))
 
     return mark(appending)
 
@@ -383,8 +490,9 @@ async def own_option_answer(request, exc):
 
 
 def patch_serve_command() -> None:
-    """``eole.bin.run.serve.Serve.run``: a refused option at start-up is one line, exit status 2; SIGTERM and
-    SIGINT stop the server promptly (``stop_promptly``)."""
+    """``eole.bin.run.serve.Serve.run``: a port it cannot listen on (``served.port_problem``) and a refused option
+    at start-up are one line, exit status 2, the port before any model loads; SIGTERM and SIGINT stop the server
+    promptly (``stop_promptly``)."""
     module = importlib.import_module("eole.bin.run.serve")
     serve = module.Serve
     if ours(serve.run):
@@ -392,7 +500,11 @@ def patch_serve_command() -> None:
 
     def run(cls, args):
         from onmt_optimal import atomic, failures
+        from onmt_optimal.adapter import served
 
+        problem = served.port_problem(args.host, args.port)
+        if problem is not None:
+            failures.fail(PROG, problem, 2)  # before any model loads: stock loaded them, then failed to listen
         try:
             app = module.create_app(args.config)
         except (failures.Fault, atomic.OutputError) as err:
