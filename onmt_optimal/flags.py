@@ -13,7 +13,7 @@ from dataclasses import field, make_dataclass
 
 from onmt_optimal.errors import OptionError, OptionTypeError
 from onmt_optimal.option_table import BY_NAME, OPENNMT, TABLE, Placeholder, spell
-from onmt_optimal.search import limits, registry
+from onmt_optimal.search import limits, registry, scoring
 from onmt_optimal.search.scoring import ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
 
@@ -32,25 +32,38 @@ class _Flags:
         """The values of a Python call's keyword arguments, the others at ``toolkit``'s defaults."""
         return cls(**{**{o.name: o.default_for(toolkit) for o in TABLE}, **values})
 
+    def values(self) -> dict:
+        """The values by the options' names (what the registry of scoring rules reads: ``search.scoring``)."""
+        return {o.name: getattr(self, o.name) for o in TABLE}
+
+    @property
+    def scores(self) -> list:
+        """The registered scoring rules these values select in place of the toolkit's own score, in order of
+        precedence (``search.scoring.select``; none: the toolkit's own)."""
+        return scoring.select(self.values())
+
     @property
     def active(self) -> bool:
         """Whether the flags ask for our search (else decoding is the toolkit's own): the one definition."""
-        return (self.stopping != "default" or (self.length_reward or 0) > 0 or bool(self.bp_norm)
-                or bool(self.stats_file))
+        return self.stopping != "default" or bool(self.scores) or bool(self.stats_file)
 
     def rules(self, own_score: Callable[[], ScoringRule],
               own_stopping: Mapping[str, Callable[[], StoppingRule]] | None = None) -> tuple:
         """The (scoring, stopping) rules these (validated) values ask for, on the toolkit's own score and
         stopping rules where no option replaces them (``search.registry.rules``)."""
-        return registry.rules(self.stopping, own_score, length_reward=self.length_reward,
-                              length_ratio=self.length_ratio, bp_norm=self.bp_norm, bound=self.bound,
-                              own_stopping=own_stopping)
+        return registry.rules(self.stopping, own_score, own_stopping=own_stopping, **self.values())
 
 
 #: the values of the options (``option_table.TABLE``), read in one place (``read``, ``of``)
 Flags = make_dataclass("Flags", [(o.name, o.annotation, field(default=o.default)) for o in TABLE],
                        bases=(_Flags,), frozen=True)
 Flags.__module__ = __name__
+
+
+def score_switches() -> tuple[str, ...]:
+    """The options that select a registered scoring rule (``search.scoring.switches``), in the table's order."""
+    switches = scoring.switches()
+    return tuple(o.name for o in TABLE if o.name in switches)
 
 
 def _raise(problem: str | None, value=None, kind=None) -> None:
@@ -71,9 +84,10 @@ def check_search(flags: Flags, toolkit: str = OPENNMT, max_length: int | None = 
     ``shrinking`` alone: it runs a beam of its own); the length reward and ratio (finite float32-safe numbers,
     ``search.limits``; ``max_length`` bounds the reward); the toolkit's own numbers of the score
     (``own_numbers``: its complaints, or None); a switch that is not True or False; the ``bound``; then the
-    combinations: a reward or BP-norm with the toolkit's length normalization where it must be off
-    (``length_penalty``, a command line's: ``none``); BP-norm without a ratio or with a reward; ``bound
-    predicted`` on a score that is not normalized (``normalized``, described as ``normalized_as``), or without
+    combinations, each declared by the registered scoring rule the options select (``search.scoring``): a score
+    that replaces the toolkit's length normalization where it must be off (``length_penalty``, a command line's:
+    ``none``); a rule without an option it ``needs`` (BP-norm without a ratio), or with another rule (BP-norm
+    with a reward); ``bound predicted`` on a score that is not normalized (``normalized``, described as ``normalized_as``), or without
     a ratio. A value of the wrong kind raises ``OptionTypeError``."""
     def s(name, value=None):
         return spell(toolkit, name, value)
@@ -104,20 +118,27 @@ def check_search(flags: Flags, toolkit: str = OPENNMT, max_length: int | None = 
     if toolkit in bound.toolkits and flags.bound not in bound.choices_for(toolkit):
         _raise(f"{s('bound')} must be one of {', '.join(bound.choices_for(toolkit))} (got {flags.bound!r})",
                flags.bound, str)
-    reward, ratio, bp_norm = flags.length_reward, flags.length_ratio, flags.bp_norm
-    if length_penalty is not None and (reward > 0 or bp_norm) and length_penalty != "none":
-        what = s("bp_norm") if bp_norm else s("length_reward")
-        raise OptionError(f"{what} replaces length normalization: add {s('length_penalty', 'none')} "
-                          f"(got {s('length_penalty', length_penalty)})")
-    if bp_norm and ratio is None:
-        raise OptionError(f"{s('bp_norm', True)} needs {s('length_ratio', Placeholder('RHO'))} (> 0): its brevity "
-                          f"penalty aims at l = RHO * |x|")
-    if bp_norm and reward > 0:
-        raise OptionError(f"{s('bp_norm')} and {s('length_reward')} are two different scores: choose one")
+    ratio = flags.length_ratio
+    chosen = flags.scores  # the registered scores the options select, in order of precedence
+    if length_penalty is not None and chosen and length_penalty != "none":
+        raise OptionError(f"{s(chosen[0].switch())} replaces length normalization: add "
+                          f"{s('length_penalty', 'none')} (got {s('length_penalty', length_penalty)})")
+    if chosen:
+        values = flags.values()
+        for name, why in chosen[0].needs:
+            if values.get(name) is None:
+                needed = s(name, Placeholder(BY_NAME[name].metavar))
+                raise OptionError(f"{s(chosen[0].switch(), True)} needs {needed} {why}")
+        other = next((rule for rule in chosen[1:] if rule.switch() != chosen[0].switch()), None)
+        if other is not None:
+            raise OptionError(f"{s(chosen[0].switch())} and {s(other.switch())} are two different scores: "
+                              f"choose one")
     if flags.bound == "predicted":
         predicted = s("bound", "predicted")
-        if not (bp_norm or normalized) or reward > 0:
-            raise OptionError(f"{predicted} applies to normalized scores ({normalized_as} or {s('bp_norm')})")
+        if not (chosen[0].normalized if chosen else normalized):
+            normalizing = {rule.switch() for rule in scoring.SCORING_RULES.values() if rule.normalized}
+            normalizing = " or ".join(s(name) for name in score_switches() if name in normalizing)
+            raise OptionError(f"{predicted} applies to normalized scores ({normalized_as} or {normalizing})")
         if ratio is None:
             raise OptionError(f"{predicted} needs {s('length_ratio', Placeholder('RHO'))} (> 0): it assumes outputs "
                               f"end by RHO * |x|")

@@ -25,8 +25,8 @@ from dataclasses import dataclass, fields
 
 # (``Flags``, ``check_search``, ``OptionError``, ``OptionTypeError``, ``_Flags``, ``_raise``: also taken from here)
 from onmt_optimal.errors import OptionError, OptionTypeError
-from onmt_optimal.flags import Flags, _Flags, _raise, check_search
-from onmt_optimal.option_table import EOLE, OPENNMT
+from onmt_optimal.flags import Flags, _Flags, _raise, check_search, score_switches
+from onmt_optimal.option_table import EOLE, OPENNMT, spell
 from onmt_optimal.search import limits, registry
 from onmt_optimal.search.transfer import AUTO
 from onmt_optimal.search.scoring import ScoringRule
@@ -428,7 +428,7 @@ def option_warnings(own: Settings, flags: Flags) -> list[str]:
     out = []
     ratio = flags.length_ratio
     max_length = own.max_length
-    uses_ratio = (flags.length_reward or 0) > 0 or flags.bp_norm or flags.bound == "predicted"
+    uses_ratio = bool(flags.scores) or flags.bound == "predicted"
     if ratio is not None and max_length and uses_ratio and ratio >= max_length:
         out.append(f"-length_ratio {ratio:g} makes l = {ratio:g} * |x| at least -max_length {max_length} on every "
                    f"line, so no output ever reaches it and the length bound never applies (an estimate from "
@@ -485,6 +485,12 @@ def check_run(own: Settings, flags: Flags, reads=None, writes=None) -> None:
     _check_device(own, flags)
 
 
+def beam_search_options(toolkit: str = OPENNMT, sep: str = "/") -> str:
+    """The options that ask for beam search, as ``toolkit``'s user writes them (``-stopping/-length_reward/...``):
+    ``-stopping`` and the switches of the registered scoring rules (``flags.score_switches``)."""
+    return sep.join(spell(toolkit, name) for name in ("stopping", *score_switches()))
+
+
 def validate(own: Settings, flags: Flags, run: bool = True, toolkit: str = OPENNMT) -> None:
     """Raise ``OptionError`` for any value or combination the search cannot honour (``check_search``, and
     OpenNMT-py's and eole's options that cannot go with ours) and, with ``run``, for what the command's run
@@ -506,10 +512,10 @@ def validate(own: Settings, flags: Flags, run: bool = True, toolkit: str = OPENN
                        limits.finite_error("-beta", own.beta)]
     check_search(flags, toolkit, _max_length(own), own_numbers, length_penalty=length_penalty,
                  normalized=length_penalty in ("avg", "wu"), normalized_as="-length_penalty avg|wu")
-    stopping, reward, bp_norm = flags.stopping, flags.length_reward, flags.bp_norm
+    stopping = flags.stopping
     sampling = own.random_sampling_topk != 0 or own.random_sampling_topp != 0
-    if sampling and (stopping != "default" or reward > 0 or bp_norm):
-        raise OptionError("-stopping/-length_reward/-bp_norm apply to beam search, not to random sampling "
+    if sampling and (stopping != "default" or flags.scores):
+        raise OptionError(f"{beam_search_options()} apply to beam search, not to random sampling "
                           "(-random_sampling_topk/-random_sampling_topp)")
     if sampling and flags.stats_file:
         raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "

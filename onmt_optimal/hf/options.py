@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from onmt_optimal.errors import OptionError
-from onmt_optimal.flags import Flags, check_search
+from onmt_optimal.flags import Flags, check_search, score_switches
 from onmt_optimal.hf.scoring import LengthPenalty
 from onmt_optimal.hf.stopping import TransformersRule
 from onmt_optimal.option_table import HF, spell
@@ -147,9 +147,9 @@ def search(generation_config, **values) -> Search:
     check_search(flags, HF, T, [limits.exponent_error(spell(HF, "length_penalty"), lp, "avg", T)],
                  normalized=lp != 0, normalized_as="length_penalty != 0")
     names = [flags.stopping] if isinstance(flags.stopping, str) else list(flags.stopping)
-    if "default" in names and (flags.length_reward > 0 or flags.bp_norm):
+    if "default" in names and flags.scores:
         raise OptionError("stopping='default' is transformers' early_stopping rule, defined on its length_penalty "
-                          "score: it does not take length_reward or bp_norm")
+                          f"score: it does not take {' or '.join(score_switches())}")
     ratio = None if flags.length_ratio is None else float(flags.length_ratio)
     rules = flags.rules(lambda: LengthPenalty(lp, flags.bound, ratio),
                         {"default": lambda: TransformersRule(generation_config.early_stopping, lp)})

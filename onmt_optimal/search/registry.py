@@ -1,6 +1,7 @@
 """The one registry of rules: what each name means, and the one function that builds a decode's rules.
 
 * ``STOPPING_RULES``: ``-stopping`` values -> stopping rules;
+* ``SCORING_RULES`` (``scoring``'s registry): the scores options select in place of the toolkit's own, by name;
 * ``rules(...)``: the rules (``state.Rule``: scoring, stopping) a set of validated option values asks for, for
   every toolkit (its own score and its own stopping rules, where it has them, given by the caller);
 * ``Decoder``: a named rule of the paper's comparison (Section 5), and
@@ -11,33 +12,24 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, ScoringRule, StockScore, WordReward
+from onmt_optimal.search.scoring import SCORING_RULES, BoundedWordReward, ScoringRule, StockScore, build
 from onmt_optimal.search.state import Rule
 from onmt_optimal.search.stopping import STOPPING_RULES, StoppingRule
 
-__all__ = ["STOPPING_RULES", "SCORES", "Decoder", "opennmt_score", "paper_decoders", "rules"]
+__all__ = ["STOPPING_RULES", "SCORING_RULES", "SCORES", "Decoder", "opennmt_score", "paper_decoders", "rules"]
 
 #: the scores a ``Decoder`` names
 SCORES = ("logprob", "avg", "wu", "bounded_reward", "word_reward", "bp_norm")
 
 
-def rules(stopping: str | Sequence[str], own_score: Callable[[], ScoringRule], length_reward: float = 0.0,
-          length_ratio: float | None = None, bp_norm: bool = False, bound: str = "exact",
-          own_stopping: Mapping[str, Callable[[], StoppingRule]] | None = None,
-          ) -> tuple[Rule, ...]:
+def rules(stopping: str | Sequence[str], own_score: Callable[[], ScoringRule], /,
+          own_stopping: Mapping[str, Callable[[], StoppingRule]] | None = None, **values) -> tuple[Rule, ...]:
     """The rules validated option values ask for: one ``Rule`` (scoring, stopping) per name in ``stopping`` (a name
-    or several, sharing one beam and one score). The score is BP-norm under ``bp_norm`` (Yang et al. 2018), the
-    length reward ``r = length_reward > 0`` with ``length_ratio`` (the bounded reward, Sec. 4:
-    ``log p + r * min(l, |y|)``) or without (He et al.'s ``log p + r * |y|``), else the toolkit's own
-    (``own_score()``). A stopping name is the toolkit's own rule where ``own_stopping`` has it, else
-    ``STOPPING_RULES``'s."""
-    if bp_norm:
-        score = BPNorm(length_ratio, bound)
-    elif length_reward > 0:
-        score = (BoundedWordReward(length_reward, length_ratio) if length_ratio is not None
-                 else WordReward(length_reward))
-    else:
-        score = own_score()
+    or several, sharing one beam and one score). The score is the first rule of ``scoring.SCORING_RULES`` that the
+    option ``values`` (by the options' names; one not given is absent or None) select (``scoring.build``), else
+    the toolkit's own (``own_score()``). A stopping name is the toolkit's own rule where ``own_stopping`` has it,
+    else ``STOPPING_RULES``'s."""
+    score = build(values, own_score)
     own_stopping = own_stopping or {}
     names = (stopping,) if isinstance(stopping, str) else tuple(stopping)
     return tuple(Rule(score, own_stopping.get(name, STOPPING_RULES.get(name))()) for name in names)

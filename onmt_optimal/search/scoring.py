@@ -33,12 +33,19 @@ is ``0.7998`` in float16, ``0.8008`` in bfloat16), whereas a half-precision sum 
 Rules: ``StockScore`` (OpenNMT-py's ``-length_penalty none|avg|wu``; ``none`` is Section 3's log-probability),
 ``BoundedWordReward`` (Section 4; "BWR" in Yang et al.), ``WordReward`` (He et al. 2016's unbounded per-word
 reward), ``BPNorm`` (Yang et al. 2018's brevity-penalty normalization).
+
+The registry (``SCORING_RULES``, in the manner of sacrebleu's metrics): the rules that options select in place
+of the toolkit's own score, by name, in order of precedence. Each declares the options it reads (``options``,
+``option_table``'s names, the one that selects it first: its ``switch``), when they select it (``selected``), what
+else it needs (``needs``: an option and why), whether it is ``normalized`` (``-bound predicted`` applies) and how
+it is made from the options' values (``from_options``); ``register`` adds one. ``select`` and ``build`` are the
+only readers: validation (``flags.check_search``) and construction (``registry.rules``) go through them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable
+from typing import Callable, Mapping
 
 import torch
 
@@ -119,6 +126,29 @@ class ScoringRule:
 
     def describe(self) -> str:
         return self.name
+
+    # ------------------------------------------------ a rule of the registry (``SCORING_RULES``) declares these
+    #: the options (``option_table``'s names) the rule reads, the one that selects it (``switch``) first
+    options: tuple[str, ...] = ()
+    #: the options it needs given where it is selected, each with the end of the one line that says why
+    needs: tuple[tuple[str, str], ...] = ()
+    #: whether the score is normalized by the length (a ``predicted`` bound applies to it)
+    normalized = False
+
+    @classmethod
+    def switch(cls) -> str:
+        """The option that selects the rule (its first)."""
+        return cls.options[0]
+
+    @classmethod
+    def selected(cls, values: Mapping) -> bool:
+        """Whether option ``values`` (by name; a missing one is not given) select this rule."""
+        return False
+
+    @classmethod
+    def from_options(cls, values: Mapping) -> "ScoringRule":
+        """The rule the (validated) option ``values`` make."""
+        raise NotImplementedError
 
 
 class _Targeted(ScoringRule):
@@ -221,6 +251,15 @@ class BoundedWordReward(_Targeted):
     """
 
     name = "bounded_reward"
+    options = ("length_reward", "length_ratio")
+
+    @classmethod
+    def selected(cls, values):
+        return (values.get("length_reward") or 0) > 0 and values.get("length_ratio") is not None
+
+    @classmethod
+    def from_options(cls, values):
+        return cls(values["length_reward"], values["length_ratio"])
 
     def __init__(self, reward: float, ratio: float):
         if reward < 0:
@@ -261,6 +300,15 @@ class WordReward(ScoringRule):
     """
 
     name = "word_reward"
+    options = ("length_reward",)
+
+    @classmethod
+    def selected(cls, values):
+        return (values.get("length_reward") or 0) > 0 and values.get("length_ratio") is None
+
+    @classmethod
+    def from_options(cls, values):
+        return cls(values["length_reward"])
 
     def __init__(self, reward: float):
         if reward < 0:
@@ -291,6 +339,17 @@ class BPNorm(_Targeted):
     """
 
     name = "bp_norm"
+    options = ("bp_norm", "length_ratio", "bound")
+    needs = (("length_ratio", "(> 0): its brevity penalty aims at l = RHO * |x|"),)
+    normalized = True
+
+    @classmethod
+    def selected(cls, values):
+        return bool(values.get(cls.switch()))
+
+    @classmethod
+    def from_options(cls, values):
+        return cls(values.get("length_ratio"), values.get("bound", "exact"))
 
     def __init__(self, ratio: float, bound: str = "exact"):
         if ratio is None or ratio <= 0:
@@ -319,3 +378,42 @@ class BPNorm(_Targeted):
         else:
             n = target.ceil().clamp(min=float(view.t), max=float(view.max_length))
         return self._score(view.log_prob, n, target)
+
+
+#: the rules options select in place of the toolkit's own score, by name, in order of precedence (the first that
+#: the options select is the score; validation refuses two of different switches)
+SCORING_RULES: dict[str, type[ScoringRule]] = {}
+
+
+def register(rule: type[ScoringRule]) -> type[ScoringRule]:
+    """Add ``rule`` to ``SCORING_RULES`` under its ``name`` (last in precedence); returns it (a class decorator)."""
+    if rule.name in SCORING_RULES:
+        raise ValueError(f"a scoring rule named {rule.name!r} is registered already")
+    SCORING_RULES[rule.name] = rule
+    return rule
+
+
+for _rule in (BPNorm, BoundedWordReward, WordReward):
+    register(_rule)
+
+
+def select(values: Mapping) -> list[type[ScoringRule]]:
+    """The registered rules option ``values`` (by name) select, in order of precedence (none: the toolkit's own
+    score)."""
+    return [rule for rule in SCORING_RULES.values() if rule.selected(values)]
+
+
+def switches() -> tuple[str, ...]:
+    """The options that select a registered rule, each once, in the order of registration."""
+    return tuple(dict.fromkeys(rule.switch() for rule in SCORING_RULES.values()))
+
+
+def option_names() -> tuple[str, ...]:
+    """Every option a registered rule reads, each once."""
+    return tuple(dict.fromkeys(name for rule in SCORING_RULES.values() for name in rule.options))
+
+
+def build(values: Mapping, own_score: Callable[[], ScoringRule]) -> ScoringRule:
+    """The score option ``values`` ask for: the first registered rule they select, else ``own_score()``."""
+    chosen = select(values)
+    return chosen[0].from_options(values) if chosen else own_score()
