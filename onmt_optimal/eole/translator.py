@@ -32,7 +32,8 @@ from onmt_optimal.adapter.translator import RecordKeeping
 from onmt_optimal.eole import empty_lines, run_outputs
 from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSearchLM
 from onmt_optimal.eole.options import OptionError
-from onmt_optimal.options import Options
+from onmt_optimal.option_table import EOLE
+from onmt_optimal.options import Options, beam_search_options
 
 
 class Certified(RecordKeeping):
@@ -52,7 +53,7 @@ class Certified(RecordKeeping):
         self.search = Options.from_config(config, global_scorer)  # config validated as it was built (patch)
         if not self.search.stock and getattr(model_config, "add_estimator", False):
             raise OptionError("onmt-optimal's options do not rerank with the model's estimator (add_estimator): "
-                              "drop -stopping/-length_reward/-bp_norm/-stats_file for this model")
+                              f"drop {beam_search_options(EOLE)}/-stats_file for this model")
         self._stats, self._rule_results = {}, {}
         #: each served request's records, by its id, until its answer takes them (``eole.server``)
         self.served_records = {}

@@ -20,6 +20,8 @@ from pathlib import Path
 import torch
 
 from onmt_optimal import options
+from onmt_optimal.option_table import BY_NAME, TABLE
+from onmt_optimal.search import scoring
 from onmt_optimal.tools.exact_search import OpenNMTScorer, exact_search
 
 
@@ -30,8 +32,12 @@ class SearchErrorsError(Exception):
 def search_options(args) -> Namespace:
     """The onmt_translate options of the beam, as a namespace ``onmt_optimal.options`` understands."""
     return Namespace(stopping="optimal", length_penalty=args.length_penalty, alpha=args.alpha,
-                     length_reward=args.length_reward, length_ratio=args.length_ratio, bp_norm=args.bp_norm,
-                     bound="exact", coverage_penalty="none", beta=0.0)
+                     **{**_score_options(args), "bound": "exact"}, coverage_penalty="none", beta=0.0)
+
+
+def _score_options(args) -> dict:
+    """The values in ``args`` of the options the scoring rules read (``search.scoring.option_names``)."""
+    return {name: getattr(args, name, BY_NAME[name].default) for name in scoring.option_names()}
 
 
 def translate_flags(args) -> list[str]:
@@ -39,12 +45,11 @@ def translate_flags(args) -> list[str]:
              "-with_score", "-max_length", str(args.max_length), "-max_length_ratio", "0", "-gpu", str(args.gpu)]
     if args.length_penalty != "none":
         flags += ["-alpha", str(args.alpha)]
-    if args.length_reward:
-        flags += ["-length_reward", str(args.length_reward)]
-    if args.length_ratio is not None:
-        flags += ["-length_ratio", str(args.length_ratio)]
-    if args.bp_norm:
-        flags += ["-bp_norm"]
+    values = {**_score_options(args), "bound": "exact"}
+    for option in TABLE:  # the scores' options given, in the table's order (a switch without a value)
+        value = values.get(option.name, option.default)
+        if option.name in values and value != option.default:
+            flags += [f"-{option.name}"] if value is True else [f"-{option.name}", str(value)]
     return flags
 
 

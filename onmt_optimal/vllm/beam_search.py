@@ -53,7 +53,8 @@ def optimal_beam_search(llm, prompts, params, lora_request=None, use_tqdm=False,
     tested release, one-line ``internals.UnsupportedVersion``.
     """
     internals.check_version()
-    search = options.search(llm, params, stopping, length_reward, length_ratio, bp_norm)
+    search = options.search(llm, params, stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
+                            bp_norm=bp_norm)
     if concurrency_limit is not None and (isinstance(concurrency_limit, bool)
                                           or not isinstance(concurrency_limit, int) or concurrency_limit < 1):
         raise ValueError(f"concurrency_limit must be a positive int or None, got {concurrency_limit!r}")

@@ -4,7 +4,7 @@
 The search's arguments are ``option_table``'s options that vLLM takes, validated as every toolkit's
 (``options.check_search``). The score is vLLM's own (``BeamSearchParams.length_penalty``:
 ``scoring.VLLMLengthPenalty``) unless ``length_reward`` (the paper's bounded reward with ``length_ratio``, He et
-al.'s per-word reward without) or ``bp_norm`` (with ``length_ratio``) replaces it, as the other toolkits' flags
+al.'s per-word reward without) or BP-norm (with ``length_ratio``) replaces it, as the other toolkits' flags
 do; the beam itself is always
 vLLM's, ranked by its ``length_penalty`` score. Refused: ``structured_outputs`` (a grammar ends hypotheses
 without an end token, at a step the search core's lengths do not describe) and an engine whose "logprobs"
@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 
 from onmt_optimal.option_table import VLLM
-from onmt_optimal.options import Flags, OptionError, check_search
+from onmt_optimal.options import Flags, OptionError, check_search, score_switches
 from onmt_optimal.search import limits
 from onmt_optimal.search.scoring import BoundedWordReward, ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
@@ -38,7 +38,7 @@ class Search:
     n_best: int
 
 
-def search(llm, params, stopping, length_reward, length_ratio, bp_norm) -> Search:
+def search(llm, params, **values) -> Search:
     """The rules ``optimal_beam_search``'s arguments ask for (``rules``; their defaults are the option table's, in
     that function's signature), or one ``TypeError``/``ValueError`` line, ``llm`` and ``params`` checked first."""
     from vllm import LLM
@@ -50,8 +50,7 @@ def search(llm, params, stopping, length_reward, length_ratio, bp_norm) -> Searc
         raise TypeError(f"params must be a vllm.sampling_params.BeamSearchParams, got {type(params).__name__}")
     from onmt_optimal.vllm.internals import model_config
 
-    return rules(flags(stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
-                       bp_norm=bp_norm), params, *engine(model_config(llm)))
+    return rules(flags(**values), params, *engine(model_config(llm)))
 
 
 def engine(model_config) -> tuple[str, int | None]:
@@ -91,9 +90,9 @@ def rules(flags: Flags, params, logprobs_mode: str, max_model_len: int | None = 
         raise ValueError(f"optimal_beam_search needs an engine whose logprobs are log-probabilities "
                          f"(logprobs_mode {' or '.join(LOG_PROBABILITIES)}), got logprobs_mode={logprobs_mode!r}")
     lp = params.length_penalty
-    if flags.length_ratio is not None and flags.length_reward == 0 and not flags.bp_norm and lp != 0:
-        raise OptionError("length_ratio without length_reward or bp_norm needs length_penalty=0 in params, the "
-                          f"log-probability, reported with its target length (got {lp!r})")
+    if flags.length_ratio is not None and not flags.scores and lp != 0:
+        raise OptionError(f"length_ratio without {' or '.join(score_switches())} needs length_penalty=0 in params, "
+                          f"the log-probability, reported with its target length (got {lp!r})")
     ((score, stop),) = flags.rules(
         lambda: BoundedWordReward(0.0, flags.length_ratio) if flags.length_ratio is not None  # raw log p, with l
         else VLLMLengthPenalty(lp))

@@ -13,7 +13,7 @@ changes three methods (``internals``) and nothing else:
 * ``OpenAIServingCompletion.create_completion`` and ``OpenAIServingChat.create_chat_completion`` (patched when
   their modules load, ``import_hook.install``, in the server's process; the patch logs one line there): a
   request with ``use_beam_search`` asks through vLLM's field for extensions, ``vllm_xargs``, with the option
-  table's names that vLLM takes (``stopping``, ``length_reward``, ``length_ratio``, ``bp_norm``), checked as
+  table's names that vLLM takes (``option_table.taken_by(VLLM)``: ``stopping``, the scores' options), checked as
   ``optimal_beam_search`` checks them; a bad value is answered with vLLM's own error response, HTTP 400, one line
   naming where it was given and the option. Each choice of a request that ran the search carries its statistics
   in the field ``FIELD`` (``prompts.Answer.stats``); in a stream (chat completions: vLLM streams a beam search
