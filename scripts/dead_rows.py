@@ -6,8 +6,8 @@ Runs ``onmt_translate`` in this process with the given flags (default: the shipp
 ``configs/tvsub-zh-en/translate.yaml``, ``-stopping optimal``) and, after every step of the core, counts for the
 examples that stay in the batch (the rows the decoder computes at the next step) how many rows are dead. Prints
 the share of dead rows among the rows decoded, and of all rows a pruned decode skips (dead, completed, or holding
-no real item: every row but the needed ones, step 1's first one of each example not counted), and writes one JSON
-summary (``--json``).
+no real item: every row but the needed ones), from step 2 on and with step 1 (where only each example's first item
+is needed), and writes one JSON summary (``--json``).
 
     python scripts/dead_rows.py --lines 300 --beam 10 --reward 0      # then --reward 1.2 --ratio 1.3059
 """
@@ -42,10 +42,15 @@ def main() -> None:
     torch.serialization.add_safe_globals([_argparse.Namespace])
     from onmt_optimal.search import step as step_module
 
-    counts = {"rows_decoded": 0, "dead_rows": 0, "live_rows": 0, "needed_rows": 0, "steps": 0}
+    counts = {"rows_decoded": 0, "dead_rows": 0, "live_rows": 0, "needed_rows": 0, "steps": 0, "first_step_rows": 0,
+              "first_step_needed": 0}
     original = step_module.step
 
     def counting(*, rules, state, view, completed, quiet, seq, attn=None):
+        if view.t == 1:  # step 1 decodes every row; only each example's first item is needed
+            B, beam = state.live.shape
+            counts["first_step_rows"] += B * beam
+            counts["first_step_needed"] += B
         done = original(rules=rules, state=state, view=view, completed=completed, quiet=quiet, seq=seq, attn=attn)
         if view.t < view.max_length:
             stay = ~done  # (B, 1): these examples' rows are decoded at the next step
@@ -79,7 +84,9 @@ def main() -> None:
     summary = {"lines": args.lines, "beam": args.beam, "batch": args.batch, "reward": args.reward,
                "ratio": args.ratio if args.reward else None, "n_best": args.n_best, **counts,
                "dead_share": round(share, 4),
-               "skippable_share": round(1 - counts["needed_rows"] / max(counts["rows_decoded"], 1), 4), "dead_share_of_live": round(counts["dead_rows"] /
+               "skippable_share": round(1 - counts["needed_rows"] / max(counts["rows_decoded"], 1), 4),
+               "skippable_share_with_step_1": round(1 - (counts["needed_rows"] + counts["first_step_needed"]) / max(
+                   counts["rows_decoded"] + counts["first_step_rows"], 1), 4), "dead_share_of_live": round(counts["dead_rows"] /
                                                                           max(counts["live_rows"], 1), 4)}
     print(json.dumps(summary))
     if args.json:
