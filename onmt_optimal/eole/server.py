@@ -8,10 +8,13 @@ once its eole module has executed (``hook``):
   (``options.config_class``, as ``eole predict``'s), checked as ``eole predict`` checks it (``options.validate``:
   ``options.check_search`` and the option table) when any of our options is set; a relative ``stats_file`` is
   taken from the server's working directory, as eole takes the model's ``log_file`` and a local ``path``; it
-  must be a regular file that takes appended records (or a new one), and none of the files the server reads
-  for the model (its YAML, the model's files, its transforms' files) or writes (``_check_stats_file``).
+  must be a regular file that takes appended records (or a new one), and none of the files the server reads or
+  writes for any model of its YAML (its YAML, each model's files, its transforms' files, its ``log_file``:
+  ``_check_stats_file``, ``_check_site``); it is opened once (``_open_stats``: no link followed, one handle per
+  file) and appended through that handle, so a link put in its place later is not followed.
   ``Server.start`` checks every model that sets one of our options at start-up, loaded or not (a model given as
-  a Hugging Face ID, which eole would download, is checked when it loads). A request with no input, or whose
+  a Hugging Face ID, which eole would download, is checked when it loads); its ``models`` answer an id they do
+  not hold with HTTP 400 and one line (``Models``; stock: a ``KeyError``, a 500 and a traceback). A request with no input, or whose
   settings name a file (``FILE_SETTINGS``), is answered with HTTP 400 and one line, whatever the model; a
   request's decoding settings, which eole applies over the config for that request, are checked with the
   config's options (``request_problem``: HTTP 400, one line), and the server goes on serving. A request to a
@@ -23,12 +26,13 @@ once its eole module has executed (``hook``):
   one) and, where the request's records were written, answers it in that header; ``/infer``'s answer carries
   the records as ``FIELD`` (``RequestIds``); a request body that names one of our options is answered with
   HTTP 400 and one line (``own_option_answer``; eole's request schema has no room for them);
-* ``eole.bin.run.serve`` (``patch_serve_command``): a refused option at start-up ends ``eole serve`` with
+* ``eole.bin.run.serve`` (``patch_serve_command``): a port it cannot listen on ends ``eole serve`` with one
+  line and exit status 2 before any model loads (``served.port_problem``), a refused option at start-up with
   ``eole serve: error: CONFIG: model ID: ...`` and exit status 2, no traceback; SIGTERM and SIGINT stop the
   server within ``GRACE`` seconds, even with a decode in flight (``stop_promptly``).
 
 With none of our options a model is served as stock eole serves it, answers and scores alike, but for the
-one-line 400s and the prompt stop above.
+one-line 400s, the port checked first and the prompt stop above.
 """
 from __future__ import annotations
 
