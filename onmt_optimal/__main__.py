@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -98,14 +99,23 @@ def sweep(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(
         prog="onmt-optimal sweep",
         description="Every decoder of the paper's comparison at every beam size and reward, on a dev set: one "
-        "decode per beam size (two with the shrinking beam). Writes JSON rows (BLEU, length ratio, mean model "
-        "score, mean steps). Pass the model's translate options after '--'.")
+        "decode per beam size (two with the shrinking beam), the paper's baseline (opennmt2017) included. Prints a "
+        "table (decoder, b, r, BLEU, length ratio, mean steps) and the best setting as YAML options; writes JSON "
+        "rows (--out), and optionally the YAML (--yaml) and a figure (--plot). Pass the model's translate "
+        "options after '--'.")
     parser.add_argument("--src", required=True)
     parser.add_argument("--refs", nargs="+", required=True)
     parser.add_argument("--beams", default="1-20", help="e.g. 1-20 or 1,5,10")
-    parser.add_argument("--rewards", default="0,0.5,1,1.1,1.2,1.3,1.4,1.5")
+    parser.add_argument("--rewards", default="0,0.5,1,1.1,1.2,1.3,1.4,1.5", metavar="R,R,...",
+                        help="length rewards r, comma-separated numbers >= 0 (default: %(default)s); each r > 0 "
+                        "gives an optimal-stopping row with the bounded reward and a shrinking-beam row")
     _table_argument(parser, BY_NAME["length_ratio"])
     parser.add_argument("--out", required=True, help="JSON file")
+    parser.add_argument("--yaml", metavar="FILE", help="write the best setting's options as YAML for "
+                        "onmt_translate -config / eole predict -config")
+    parser.add_argument("--plot", metavar="FILE.png", help="draw BLEU, length ratio and mean steps against b, a "
+                        "line per decoder and r (needs matplotlib: requirements-plots.txt)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
     for option in taken_by(SWEEP, RAY):
         _table_argument(parser, option)
@@ -133,11 +143,34 @@ def _sweep_args(args) -> tuple[list[int], list[float], list[str], list[list[str]
     tool_args.check_ratio(args.ratio)
     tool_args.check_ray(args.ray_workers, args.ray_gpus_per_worker)
     tool_args.check_out(args.out, args.src, args.refs, args.translate_args)
+    for flag, path in (("--yaml", args.yaml), ("--plot", args.plot)):
+        if path is not None:
+            _check_extra_out(flag, path, args)
+    if args.plot is not None:
+        from onmt_optimal.tools.sweep_report import check_plot
+
+        check_plot()
     src_lines, refs = read_corpus(args.src, args.refs, args.unescape_moses)
     _warn_escapes("sweep", args, src_lines, refs)
     if not src_lines:
         raise RatioError(f"--src {args.src} has no line: there is nothing to sweep")
     return beams, rewards, src_lines, refs
+
+
+def _check_extra_out(flag: str, path: str, args) -> None:
+    """``--yaml``/``--plot``: writable, and none of the files the run reads or writes."""
+    from onmt_optimal.options import OptionError
+    from onmt_optimal.tools import args as tool_args
+
+    try:
+        tool_args.check_out(path, args.src, args.refs, args.translate_args)
+    except OptionError as err:
+        raise OptionError(str(err).replace("--out ", f"{flag} ", 1)) from None
+    others = [("--out", args.out)] + [(f, p) for f, p in (("--yaml", args.yaml), ("--plot", args.plot))
+                                      if f != flag and p is not None]
+    for other, target in others:
+        if os.path.abspath(target) == os.path.abspath(path):
+            raise OptionError(f"{flag} {path} is also {other}: name another file")
 
 
 def _sweep(args) -> None:
@@ -146,7 +179,7 @@ def _sweep(args) -> None:
 
     from onmt_optimal.tools import args as tool_args
     from onmt_optimal.tools.length_ratio import estimate_with_model
-    from onmt_optimal.tools.sweep import paper_decoders, run_sweep
+    from onmt_optimal.tools.sweep import run_sweep, sweep_decoders
 
     un = args.unescape_moses
     beams, rewards, src_lines, refs = _sweep_args(args)
@@ -158,7 +191,7 @@ def _sweep(args) -> None:
         if un:  # the model reads a file: decode a cleaned copy
             src = str(Path(tmp) / "src")
             Path(src).write_text("".join(line + "\n" for line in src_lines), encoding="utf-8")
-        result = run_sweep(session, src, refs, beams, paper_decoders(rewards), rho)
+        result = run_sweep(session, src, refs, beams, sweep_decoders(rewards), rho, progress=not args.no_progress)
     _write_sweep(args, result, rho)
 
 
@@ -166,7 +199,7 @@ def _sweep_ray(args) -> None:
     from onmt_optimal.distributed.cluster import WorkerError
     from onmt_optimal.opennmt.checkpoint import CheckpointError
     from onmt_optimal.options import OptionError
-    from onmt_optimal.tools.sweep import paper_decoders, run_sweep_ray
+    from onmt_optimal.tools.sweep import run_sweep_ray, sweep_decoders
 
     from onmt_optimal.tools import session
 
@@ -174,8 +207,8 @@ def _sweep_ray(args) -> None:
     session.check(args.translate_args, [("--out", args.out)])
     try:
         result, rho = run_sweep_ray([a for a in args.translate_args if a != "--"], src_lines, refs, beams,
-                                    paper_decoders(rewards), args.ratio, args.ray_workers, args.ray_address,
-                                    args.ray_gpus_per_worker)
+                                    sweep_decoders(rewards), args.ratio, args.ray_workers, args.ray_address,
+                                    args.ray_gpus_per_worker, progress=not args.no_progress)
     except OptionError as err:
         sys.stderr.write(f"{PROG} sweep: error: {err}\n")
         raise SystemExit(2)
@@ -194,13 +227,28 @@ def _write_sweep(args, result: dict, rho: float) -> None:
     if not result["rows"]:
         raise Fault(f"the sweep gave no row; --out {args.out} was left as it was")
     result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho, "unescape_moses": args.unescape_moses}
+    from onmt_optimal.tools import sweep_report
+
+    top = sweep_report.best(result["rows"])
+    result["best"] = {"row": result["rows"].index(top), "settings": sweep_report.settings(top, rho)}
     text = json.dumps(result, indent=1, allow_nan=False) + "\n"
+    snippet = sweep_report.yaml_snippet(top, rho)
     with atomic.Outputs() as outputs:
         out = atomic.TextFile(outputs, "--out", args.out)
         out.write(text)
         out.close()
+        if args.yaml is not None:
+            out = atomic.TextFile(outputs, "--yaml", args.yaml)
+            out.write(snippet)
+            out.close()
+        if args.plot is not None:
+            sweep_report.plot(result["rows"], outputs.path("--plot", args.plot))
         outputs.commit()
-    print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {args.out}")
+    sys.stdout.write(sweep_report.table(result["rows"]))
+    print(f"best: {sweep_report.label(top)} (BLEU {top['bleu']:.2f}); its options:")
+    sys.stdout.write(snippet)
+    written = " ".join(p for p in (args.out, args.yaml, args.plot) if p is not None)
+    print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {written}")
 
 
 def parse_beams(spec: str) -> list[int]:

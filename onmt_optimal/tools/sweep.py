@@ -20,7 +20,14 @@ from onmt_optimal.tools.evaluate import corpus_score
 from onmt_optimal.progress import count_lines, sentence_bar
 from onmt_optimal.search.registry import Decoder, paper_decoders
 
-__all__ = ["Decoder", "paper_decoders", "decode_all", "run_sweep", "run_sweep_ray", "summarize"]
+__all__ = ["Decoder", "paper_decoders", "sweep_decoders", "decode_all", "run_sweep", "run_sweep_ray", "summarize"]
+
+
+def sweep_decoders(rewards: list[float]) -> list[Decoder]:
+    """``paper_decoders`` with the paper's baseline, ``opennmt2017`` (OpenNMT-py's search of early 2017), after
+    OpenNMT-py 3.5.1's rule: it shares the ordinary beam, so its rows cost no decode."""
+    out = paper_decoders(rewards)
+    return out[:1] + [Decoder("opennmt2017", "opennmt2017", "logprob")] + out[1:]
 
 
 def summarize(decoder: Decoder, beam: int, records: list, refs: list[list[str]]) -> dict:

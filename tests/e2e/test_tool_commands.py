@@ -34,7 +34,7 @@ def test_ratio_and_sweep_commands(toy_model, tmp_path):
     assert sweep.returncode == 0, sweep.stderr[-2000:]
     rows = json.loads(out.read_text())["rows"]
     families = {r["family"] for r in rows}
-    assert families == {"default", "default_avg", "optimal", "optimal_reward", "shrinking_norm", "shrinking_reward"}
+    assert families == {"default", "opennmt2017", "default_avg", "optimal", "optimal_reward", "shrinking_norm", "shrinking_reward"}
     assert {r["beam"] for r in rows} == {1, 2}
     assert all(r["sentences"] == 12 for r in rows)
 
@@ -83,3 +83,46 @@ def test_sweep_checks_its_files_before_the_model_and_keeps_an_earlier_output(toy
         lines = run.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("onmt-optimal sweep: error: ") and says in lines[0], lines
         assert out.read_text() == '{"earlier": true}\n'
+
+
+def test_sweep_prints_its_table_and_best_and_writes_yaml_and_png(toy_model, tmp_path):
+    """The sweep prints a row a decoder, b and r (the paper's baseline opennmt2017 included), names the row of
+    highest BLEU, and writes its options as YAML and a figure as a PNG."""
+    import yaml
+
+    toy.write_corpus(tmp_path / "dev", 12, seed=9, max_len=8)
+    out, snippet, png = tmp_path / "sweep.json", tmp_path / "best.yaml", tmp_path / "sweep.png"
+    sweep = subprocess.run([sys.executable, "-m", "onmt_optimal", "sweep", "--src", str(tmp_path / "dev.src"),
+                            "--refs", str(tmp_path / "dev.tgt"), "--beams", "1,3", "--rewards", "0,0.5,1",
+                            "--out", str(out), "--yaml", str(snippet), "--plot", str(png), "--", "-model",
+                            str(toy_model), "-max_length_ratio", "0"], capture_output=True, text=True, env=ENV)
+    assert sweep.returncode == 0, sweep.stderr[-2000:]
+    result = json.loads(out.read_text())
+    rows = result["rows"]
+    assert "opennmt2017" in {r["family"] for r in rows}
+    lines = sweep.stdout.splitlines()
+    assert lines[0].split() == ["decoder", "b", "r", "BLEU", "len", "ratio", "steps"]
+    table = [line.split() for line in lines[1:1 + len(rows)]]
+    assert [(t[0], int(t[1]), t[2]) for t in table] == [
+        (r["family"], r["beam"], "-" if r["reward"] is None else f"{r['reward']:g}") for r in rows]
+    assert [float(t[3]) for t in table] == [round(r["bleu"], 2) for r in rows]
+    top = max(rows, key=lambda r: r["bleu"])
+    assert rows[result["best"]["row"]] == top
+    assert lines[1 + len(rows)].startswith(f"best: {top['family']} b={top['beam']}")
+    options = yaml.safe_load(snippet.read_text())
+    assert options["beam_size"] == top["beam"] and options == result["best"]["settings"]
+    assert options.get("length_reward") == top["reward"]
+    assert options["stopping"] in ("default", "opennmt2017", "optimal", "shrinking")
+    if top["family"] == "optimal_reward":
+        assert options["length_ratio"] == round(result["meta"]["ratio"], 4)
+    assert snippet.read_text() in sweep.stdout  # the same YAML printed
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 1000
+
+
+def test_sweep_rewards_help_shows_format_and_default():
+    done = subprocess.run([sys.executable, "-m", "onmt_optimal", "sweep", "--help"], capture_output=True, text=True,
+                          env=ENV)
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    assert "comma-separated" in text and "default: 0,0.5,1,1.1,1.2,1.3,1.4,1.5" in text
+    assert "--plot" in text and "--yaml" in text

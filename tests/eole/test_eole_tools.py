@@ -62,9 +62,27 @@ def test_ratio_and_sweep_commands_take_an_eole_model(encoder_decoder, src, tmp_p
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
-    assert {row["family"] for row in rows} == {"default", "default_avg", "optimal", "optimal_reward",
+    assert {row["family"] for row in rows} == {"default", "opennmt2017", "default_avg", "optimal", "optimal_reward",
                                                "shrinking_norm", "shrinking_reward"}
     assert all(row["sentences"] == 40 for row in rows)
+    assert done.stdout.splitlines()[0].split()[:3] == ["decoder", "b", "r"] and "\nbest: " in done.stdout
+
+
+def test_sweep_plot_without_matplotlib_is_one_line_before_the_model(src, tmp_path):
+    """eole's environment has no matplotlib: --plot is refused in one line, exit 2, before any model loads."""
+    try:
+        import matplotlib  # noqa: F401
+        pytest.skip("matplotlib is installed here")
+    except ImportError:
+        pass
+    ref = src.with_suffix(".tgt")
+    done = subprocess.run([sys.executable, "-m", "onmt_optimal", "sweep", "--src", src, "--refs", ref, "--out",
+                           tmp_path / "s.json", "--plot", tmp_path / "s.png", "--", "-model_path",
+                           tmp_path / "no-model"], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines() == [
+        "onmt-optimal sweep: error: --plot needs matplotlib: pip install -r requirements-plots.txt"]
+    assert not (tmp_path / "s.json").exists() and not (tmp_path / "s.png").exists()
 
 
 def test_bookkeeping_on_the_host_answers_as_next_to_the_model(model, src):
