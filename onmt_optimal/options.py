@@ -144,10 +144,13 @@ class Options:
     def from_opt(cls, opt, global_scorer, prog: str = "onmt_translate", toolkit: str = OPENNMT) -> "Options":
         """The search OpenNMT-py's parsed options select (validated already, with the command line: ``validate``);
         ``-n_best`` beyond what the beam can complete is warned about on stderr, once."""
-        flags = Flags.read(opt, toolkit)
+        return cls.from_records(*read_parsed(opt, toolkit), global_scorer, prog)
+
+    @classmethod
+    def from_records(cls, own: Settings, flags: Flags, global_scorer, prog: str = "onmt_translate") -> "Options":
+        """``from_opt`` on the records of the parsed options (``read_parsed``), read once by the caller."""
         if not flags.active:
             return cls()
-        own = Settings.read(opt)
         warning = n_best_warning(own, flags)
         if warning:
             sys.stderr.write(f"{prog}: warning: {warning}\n")

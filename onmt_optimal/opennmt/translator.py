@@ -20,8 +20,6 @@ one.
 """
 from __future__ import annotations
 
-import contextvars
-
 import torch
 from onmt.decoders.decoder import InputFeedRNNDecoder
 from onmt.translate.translator import Translator
@@ -31,14 +29,9 @@ from onmt_optimal.adapter.translator import RecordKeeping
 from onmt_optimal.opennmt import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.opennmt.output import RunOutput
-from onmt_optimal.options import Flags, Options, Settings
+from onmt_optimal.options import Options, read_parsed
 from onmt_optimal.progress import count_lines, sentence_bar
 from onmt_optimal.search import dead
-
-
-#: the options of the translator ``from_opt`` is building, for its constructor: OpenNMT-py's ``from_opt`` calls
-#: the class with a fixed list of arguments, so the options reach ``__init__`` by this context variable
-_BUILT_FROM: contextvars.ContextVar = contextvars.ContextVar("onmt_optimal_translator_opt", default=None)
 
 
 class CertifiedTranslator(RecordKeeping, Translator):
@@ -46,11 +39,11 @@ class CertifiedTranslator(RecordKeeping, Translator):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        opt = _BUILT_FROM.get()
-        #: what a decode runs (``options.Options``; None, built without ``from_opt``: stock's search)
-        self.search = Options.from_opt(opt, self.global_scorer) if opt is not None else None
-        #: the options it was built from (``-progress``, ``-src``), or None
-        self._opt = opt
+        #: what a decode runs (``options.Options``; None, built without ``from_opt``: stock's search), set by
+        #: ``from_opt``, which OpenNMT-py's ``build_translator`` calls
+        self.search = None
+        #: the records of the options it was built from (``-progress``, ``-src``), or None
+        self._own = self._flags = None
         #: each line's first-rule record and every rule's, by ``lines.key``: each translation's own (``_translate``)
         self._stats, self._rule_results = {}, {}
         self._empty_lines = empty_lines.EmptyLines()  # each translation's own (``_translate``)
@@ -59,11 +52,12 @@ class CertifiedTranslator(RecordKeeping, Translator):
 
     @classmethod
     def from_opt(cls, model, vocabs, opt, model_opt, global_scorer=None, **kwargs):
-        building = _BUILT_FROM.set(opt)  # opt validated with the command line
-        try:
-            return super().from_opt(model, vocabs, opt, model_opt, global_scorer=global_scorer, **kwargs)
-        finally:
-            _BUILT_FROM.reset(building)
+        """Stock's ``from_opt`` (which calls the class with a fixed list of arguments), then the search ``opt``
+        (validated with the command line) selects, its options read once here (``options.read_parsed``)."""
+        translator = super().from_opt(model, vocabs, opt, model_opt, global_scorer=global_scorer, **kwargs)
+        translator._own, translator._flags = read_parsed(opt)
+        translator.search = Options.from_records(translator._own, translator._flags, translator.global_scorer)
+        return translator
 
     # ---------------------------------------------------------------- one batch
     def translate_batch(self, batch, attn_debug):
@@ -225,10 +219,9 @@ class CertifiedTranslator(RecordKeeping, Translator):
 
     def _progress_bar(self):
         """With ``-progress``: a tqdm bar on stderr, sentences translated out of the lines of ``-src``."""
-        opt = self._opt
-        if self.progress is not None or not Flags.read(opt).progress:
+        if self.progress is not None or self._flags is None or not self._flags.progress:
             return None
-        total = count_lines(Settings.read(opt).src)
+        total = count_lines(self._own.src)
         bar = sentence_bar(total)
 
         def advance(n):
