@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Decode time of skipping the dead rows (``search.dead``), in one process: stock OpenNMT-py against ``-stopping
+optimal`` without and with ``ONMT_OPTIMAL_PRUNE_DEAD=1`` on the shipped TVsub LSTM, one torch thread. Each variant
+runs ``onmt_translate``'s main in turn (the order rotating by round); the time is the decoding thread's CPU time
+inside ``translate_batch`` (encoder, decoding loop, search, results), without loading the model. Prints per
+variant the median over rounds of stock's time over the variant's, with the lowest and highest round.
+
+    python scripts/bench_dead_decode.py --lines 300 --beam 10 --batch 32 --rounds 5
+"""
+from __future__ import annotations
+
+import argparse
+import argparse as _argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--lines", type=int, default=300)
+    parser.add_argument("--beam", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    torch.serialization.add_safe_globals([_argparse.Namespace])
+    from onmt.bin.translate import main as translate
+
+    from onmt_optimal.opennmt.translator import CertifiedTranslator
+
+    spent = [0.0]
+    original = CertifiedTranslator.translate_batch
+
+    def timed(self, batch, attn_debug):
+        start = time.thread_time()
+        try:
+            return original(self, batch, attn_debug)
+        finally:
+            spent[0] += time.thread_time() - start
+
+    CertifiedTranslator.translate_batch = timed
+    variants = ["stock", "optimal", "optimal+prune"]
+    times = {v: [] for v in variants}
+    os.chdir(ROOT)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        lines = (Path(args.data) / "tvsub-zh-en" / "test.zh").read_text(encoding="utf-8").splitlines()[:args.lines]
+        src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        outputs = {}
+        for r in range(args.rounds):
+            for v in variants[r % 3:] + variants[:r % 3]:
+                out = Path(tmp) / f"{v}.hyp"
+                sys.argv = ["onmt_translate", "-config", "configs/tvsub-zh-en/translate.yaml", "-src", str(src),
+                            "-output", str(out), "-beam_size", str(args.beam), "-batch_size", str(args.batch),
+                            "-log_file", os.devnull]
+                if v != "stock":
+                    sys.argv += ["-stopping", "optimal"]
+                os.environ.pop("ONMT_OPTIMAL_PRUNE_DEAD", None)
+                if v == "optimal+prune":
+                    os.environ["ONMT_OPTIMAL_PRUNE_DEAD"] = "1"
+                spent[0] = 0.0
+                translate()
+                times[v].append(spent[0])
+                outputs[v] = out.read_bytes()
+            print(f"round {r + 1}: " + ", ".join(f"{v} {times[v][-1]:.2f}s" for v in variants), flush=True)
+    print(f"decode CPU time, {args.lines} TVsub test lines, b = {args.beam}, batch {args.batch}, one thread, "
+          f"{args.rounds} rounds; speed-up over stock (median, lowest-highest):")
+    for v in variants:
+        ratios = [s / t for s, t in zip(times["stock"], times[v])]
+        print(f"  {v}: {statistics.median(times[v]):.2f} s, {statistics.median(ratios):.3f} "
+              f"({min(ratios):.3f}-{max(ratios):.3f})")
+    print(f"outputs: optimal == stock: {outputs['optimal'] == outputs['stock']}, optimal+prune == optimal: "
+          f"{outputs['optimal+prune'] == outputs['optimal']}")
+
+
+if __name__ == "__main__":
+    main()
