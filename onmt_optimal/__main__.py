@@ -62,12 +62,15 @@ def ratio(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(
         prog="onmt-optimal ratio",
         description="Estimate rho = |reference| / |source| on a dev set, in the tokens the model sees (after "
-        "its transforms). Prints one line starting '-length_ratio RHO': pass that RHO (the corpus ratio). Pass the "
-        "model's translate options after '--', e.g. -- -config translate.yaml (onmt_translate's; or eole "
-        "predict's, e.g. -- -model_path MODEL_DIR).")
+        "its transforms). Prints one line starting '-length_ratio RHO' (OpenNMT-py, eole) or 'length_ratio=RHO' "
+        "(--tokenizer: transformers, vLLM): pass that RHO (the corpus ratio). Pass the model's translate options "
+        "after '--', e.g. -- -config translate.yaml (onmt_translate's; or eole predict's, e.g. -- -model_path "
+        "MODEL_DIR); or, for a transformers or vLLM model, --tokenizer MODEL_DIR.")
     parser.add_argument("--src", required=True)
     parser.add_argument("--refs", nargs="+", required=True)
     parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
+    parser.add_argument("--tokenizer", "--hf", metavar="MODEL_DIR", help="a transformers or vLLM checkpoint (or "
+                        "its tokenizer's folder): count tokens with its tokenizer; no '--' options then")
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     from onmt_optimal import failures
@@ -81,6 +84,15 @@ def _ratio(args) -> None:
 
     src, refs = read_corpus(args.src, args.refs, args.unescape_moses)
     _warn_escapes("ratio", args, src, refs)
+    if args.tokenizer is not None:
+        from onmt_optimal.errors import OptionError
+        from onmt_optimal.tools.length_ratio import estimate_with_tokenizer
+
+        if [a for a in args.translate_args if a != "--"]:
+            raise OptionError("--tokenizer counts with a transformers or vLLM tokenizer: give no '--' translate "
+                              "options with it")
+        print(estimate_with_tokenizer(args.tokenizer, src, refs))
+        return
     print(estimate_with_model(_session(args.translate_args), src, refs))
 
 

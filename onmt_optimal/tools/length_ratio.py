@@ -22,11 +22,13 @@ class RatioEstimate:
     corpus: float  # total reference tokens / total source tokens (the default: robust to 1-token sources)
     sentence: float  # mean over sentences of |ref| / |src|
     sentences: int
+    option: str = "-length_ratio "  # how the toolkit takes it: "length_ratio=" for transformers and vLLM
 
     def __str__(self) -> str:
-        """One line that starts with the option and the one number it takes (``-length_ratio RHO``: the corpus
-        ratio), then what that number is; the per-sentence mean is printed for comparison, not to be passed."""
-        return (f"-length_ratio {self.corpus:.4f}  (corpus ratio: reference / source model tokens over "
+        """One line that starts with the option and the one number it takes (``-length_ratio RHO``, or
+        ``length_ratio=RHO``: the corpus ratio), then what that number is; the per-sentence mean is printed for
+        comparison, not to be passed."""
+        return (f"{self.option}{self.corpus:.4f}  (corpus ratio: reference / source model tokens over "
                 f"{self.sentences} sentences; per-sentence mean {self.sentence:.4f}, for comparison only)")
 
 
@@ -49,6 +51,35 @@ def estimate_with_model(session, src_lines: list[str], ref_streams: list[list[st
     """Estimate rho with the lengths ``session`` (a ``Session``) gives after the model's transforms."""
     return estimate(session.model_lengths(src_lines, "src"),
                     [session.model_lengths(stream, "tgt") for stream in ref_streams])
+
+
+def estimate_with_tokenizer(name: str, src_lines: list[str], ref_streams: list[list[str]]) -> RatioEstimate:
+    """Estimate rho for a transformers or vLLM model with its checkpoint's tokenizer (``name``: a folder or a Hub
+    name already in the local cache): ``|x|`` counts the tokens the model reads of a source line (the special
+    tokens the tokenizer adds, e.g. Marian's ``</s>``, included, as the attention mask counts them), ``|y|`` those
+    of a reference without special tokens (the generated tokens without the end token). Printed as
+    ``length_ratio=RHO``, the keyword ``generate`` and ``optimal_beam_search`` take."""
+    import os
+
+    from onmt_optimal.errors import OptionError
+
+    if os.sep in name and not os.path.isdir(name):
+        raise OptionError(f"--tokenizer {name}: no such folder; give the checkpoint's folder")
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise OptionError("--tokenizer needs transformers: pip install '.[hf]'") from None
+    try:
+        tok = AutoTokenizer.from_pretrained(name)
+    except (OSError, ValueError) as err:
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise OptionError(f"--tokenizer {name}: no tokenizer loads from it ({first})") from None
+    src = [len(tok(line)["input_ids"]) if line.strip() else 0 for line in src_lines]
+    refs = [[len(tok(text_target=line, add_special_tokens=False)["input_ids"]) for line in stream]
+            for stream in ref_streams]
+    found = estimate(src, refs)
+    found.option = "length_ratio="
+    return found
 
 
 def read_lines(flag: str, path: str, unescape: bool = False) -> list[str]:
