@@ -6,22 +6,22 @@ once its eole module has executed (``hook``):
 
 * ``eole.server.model`` (``patch_server_model``): a model's config is eole's ``PredictConfig`` with our fields
   (``options.config_class``, as ``eole predict``'s), checked as ``eole predict`` checks it (``options.validate``:
-  ``options.check_search`` and the option table) when any of our options is set; a relative ``stats_file`` is
-  taken from the server's working directory, as eole takes the model's ``log_file`` and a local ``path``; it
-  must be a regular file that takes appended records (or a new one), and none of the files the server reads or
-  writes for any model of its YAML (its YAML, each model's files, its transforms' files, its ``log_file``:
-  ``_check_stats_file``, ``_check_site``); it is opened once (``_open_stats``: no link followed, one handle per
-  file) and appended through that handle, so a link put in its place later is not followed.
-  ``Server.start`` checks every model that sets one of our options at start-up, loaded or not (a model given as
-  a Hugging Face ID, which eole would download, is checked when it loads); its ``models`` answer an id they do
-  not hold with HTTP 400 and one line (``Models``; stock: a ``KeyError``, a 500 and a traceback). A request with no input, or whose
-  settings name a file (``FILE_SETTINGS``), is answered with HTTP 400 and one line, whatever the model; a
-  request's decoding settings, which eole applies over the config for that request, are checked with the
-  config's options (``request_problem``: HTTP 400, one line), and the server goes on serving. A request to a
-  model that decodes with our search carries its id to the predictor as one more setting of the request
-  (``REQUEST_SETTING``, which eole's ``update_settings`` sets on the predictor), so eole's batcher, which
-  groups only requests with equal settings, decodes it in an engine call of its own: its records are its own,
-  appended to ``stats_file`` (``adapter.served``) where the model has one, and handed to its answer (``Answer``);
+  ``options.check_search`` and the option table) when any of our options is set; a relative ``stats_file`` is taken
+  from the server's working directory, as eole takes the model's ``log_file`` and a local ``path``; it must be a
+  regular file that takes appended records (or a new one), and none of the files the server reads or writes for any
+  model of its YAML (its YAML, each model's files, its transforms' files, its ``log_file``: ``_check_stats_file``,
+  ``_check_site``); it is opened once (``_open_stats``: no link followed, one handle per file) and appended through
+  that handle, so a link put in its place later is not followed. ``Server.start`` checks every model that sets one
+  of our options at start-up, loaded or not (a model given as a Hugging Face ID, which eole would download, is
+  checked when it loads); its ``models`` answer an id they do not hold with HTTP 400 and one line (``Models``;
+  stock: a ``KeyError``, a 500 and a traceback). A request with no input, or whose settings name a file
+  (``FILE_SETTINGS``), is answered with HTTP 400 and one line, whatever the model; a request's decoding settings,
+  which eole applies over the config for that request, are checked with the config's options (``request_problem``:
+  HTTP 400, one line), and the server goes on serving. A request to a model that decodes with our search carries its
+  id to the predictor as one more setting of the request (``REQUEST_SETTING``, which eole's ``update_settings`` sets
+  on the predictor), so eole's batcher, which groups only requests with equal settings, decodes it in an engine call
+  of its own: its records are its own, appended to ``stats_file`` (``adapter.served``) where the model has one, and
+  handed to its answer (``Answer``);
 * ``eole.server.app`` (``patch_server_app``): the application reads each request's ``X-Request-Id`` (or makes
   one) and, where the request's records were written, answers it in that header; ``/infer``'s answer carries
   the records as ``FIELD`` (``RequestIds``); a request body that names one of our options is answered with

@@ -35,11 +35,12 @@ has (``patch_command``):
   refused in one line, nothing registered, no file read); the clone gets a fresh id (stock
   took the body's ``"timeout"`` for it, failed on ``load_time`` with a 500 and left the model registered under
   that id), the timeout as its timeout, its model's files, root and tokenizer, and is loaded;
-* ``onmt.bin.server.start`` (``main``'s): a host and port it cannot listen on (in use: ``served.port_problem``)
-  ends the command in one line, exit status 2, before any model loads; a refused option (at start-up: every model's ``"opt"`` is parsed then,
-  loaded or not) or a refused file ends the command with ``onmt_server: error: CONFIG: model ID: ...`` and exit
-  status 2, no traceback; SIGTERM and SIGINT stop it at once (``server_http.stop_on_signals``); its Flask app
-  answers malformed requests 400 in one line (``server_http.guard``).
+* ``onmt.bin.server.start`` (``main``'s): a host and port it cannot listen on (in use: ``served.port_problem``) ends
+  the command in one line, exit status 2, before any model loads; a refused option (at start-up: every model's
+  ``"opt"`` is parsed then, loaded or not) or a refused file ends the command with ``onmt_server: error: CONFIG:
+  model ID: ...`` and exit status 2, no traceback; SIGTERM and SIGINT stop it at once
+  (``server_http.stop_on_signals``); its Flask app answers malformed requests 400 in one line
+  (``server_http.guard``).
 
 With none of our options the server is stock OpenNMT-py's, answers and scores alike.
 """
