@@ -259,6 +259,10 @@ def _write_sweep(args, result: dict, rho: float) -> None:
     sys.stdout.write(sweep_report.table(result["rows"]))
     print(f"best: {sweep_report.label(top)} (BLEU {top['bleu']:.2f}); its options:")
     sys.stdout.write(snippet)
+    certified = [row for row in result["rows"] if row["family"] in ("optimal", "optimal_reward")]
+    if certified and top["family"] not in ("optimal", "optimal_reward"):
+        mine = sweep_report.best(certified)
+        print(f"best with optimal stopping: {sweep_report.label(mine)} (BLEU {mine['bleu']:.2f})")
     written = " ".join(p for p in (args.out, args.yaml, args.plot) if p is not None)
     print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {written}")
 
