@@ -4,7 +4,8 @@ Usage: python -m onmt_optimal COMMAND [ARGS]   (also: onmt-optimal COMMAND [ARGS
 
     translate ARGS    onmt_translate with the onmt-optimal flags (works even without the import hook)
     ratio ...         estimate the length ratio rho on a dev set, in model tokens (--help)
-    sweep ...         decode a dev set for beam sizes x rewards, one decode per beam (--help)
+    sweep ...         decode a dev set for beam sizes x rewards, one decode per beam (--help); with
+                      --tokenizer MODEL_DIR, a transformers checkpoint's (sweep --tokenizer X --help)
     install-hook      (re)write onmt_optimal.pth into site-packages so stock onmt_translate gets the flags
     uninstall-hook    remove that file (pip uninstall onmt-optimal removes the one the package ships)
     stock-translate ARGS  stock OpenNMT-py onmt_translate, for comparisons: no onmt-optimal, only the
@@ -107,7 +108,16 @@ def _warn_escapes(command: str, args, src_lines: list[str], refs: list[list[str]
         sys.stderr.write(f"{PROG} {command}: warning: {warning}\n")
 
 
+def _names_hf_model(argv: list[str]) -> bool:
+    """Whether ``sweep``'s arguments (before any '--') name a transformers checkpoint (``--tokenizer``/``--hf``)."""
+    head = argv[:argv.index("--")] if "--" in argv else argv
+    return any(a.split("=", 1)[0] in ("--tokenizer", "--hf") for a in head)
+
+
 def sweep(argv: list[str]) -> None:
+    if _names_hf_model(argv):
+        hf_sweep(argv)
+        return
     parser = argparse.ArgumentParser(
         prog="onmt-optimal sweep",
         description="Every decoder of the paper's comparison at every beam size and reward, on a dev set: one "
@@ -136,6 +146,103 @@ def sweep(argv: list[str]) -> None:
     from onmt_optimal import failures
 
     failures.run(f"{PROG} sweep", lambda: _sweep_ray(args) if args.ray_workers else _sweep(args))
+
+
+def hf_sweep(argv: list[str]) -> None:
+    """``sweep --tokenizer MODEL_DIR``: the sweep of a transformers checkpoint (``tools.hf_sweep``)."""
+    parser = argparse.ArgumentParser(
+        prog="onmt-optimal sweep",
+        description="The sweep for a transformers checkpoint: the model loads once (on the CPU) and decodes the "
+        "dev set at every beam size with transformers' own rule (stopping=\"default\", its default length_penalty) "
+        "and with custom_generate=optimal_beam_search, stopping=\"optimal\" for every reward r. Prints the table "
+        "and the best setting as keyword arguments of generate; writes JSON rows (--out), the keyword arguments "
+        "(--kwargs) and a figure (--plot).")
+    parser.add_argument("--tokenizer", "--hf", metavar="MODEL_DIR", required=True,
+                        help="the transformers checkpoint's folder (or a Hub name in the local cache)")
+    parser.add_argument("--src", required=True, help="the inputs as the model gets them (a prompt template "
+                        "included)")
+    parser.add_argument("--refs", nargs="+", required=True)
+    parser.add_argument("--beams", default="1,5,10", help="e.g. 1-20 or 1,5,10 (default: %(default)s)")
+    parser.add_argument("--rewards", default="0,0.5,1,1.1,1.2,1.3,1.4,1.5", metavar="R,R,...",
+                        help="length rewards r, comma-separated numbers >= 0 (default: %(default)s)")
+    parser.add_argument("--length-ratio", "--ratio", dest="ratio", type=float, metavar="RHO",
+                        help="rho (default: estimated on --src/--refs as 'ratio --tokenizer' does)")
+    parser.add_argument("--max-new-tokens", type=int, default=128, metavar="N", help="(default: %(default)s)")
+    parser.add_argument("--batch-size", type=int, default=16, metavar="N", help="inputs a generate call "
+                        "(default: %(default)s)")
+    parser.add_argument("--out", help="JSON file")
+    parser.add_argument("--kwargs", "--yaml", dest="kwargs", metavar="FILE",
+                        help="write the best setting as keyword arguments of generate")
+    parser.add_argument("--plot", metavar="FILE.png", help="draw BLEU, length ratio and mean steps against b "
+                        "(needs matplotlib: requirements-plots.txt)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
+    args = parser.parse_args(argv)
+    from onmt_optimal import failures
+
+    failures.run(f"{PROG} sweep", lambda: _hf_sweep(args))
+
+
+def _hf_sweep(args) -> None:
+    """Arguments and files checked before the model loads; outputs written whole, together (``atomic``)."""
+    from onmt_optimal import atomic
+    from onmt_optimal.errors import OptionError
+    from onmt_optimal.tools import args as tool_args, hf_sweep as hf, sweep_report
+    from onmt_optimal.tools.length_ratio import RatioError, estimate_with_tokenizer, read_corpus
+
+    if os.sep in args.tokenizer and not os.path.isdir(args.tokenizer):
+        raise OptionError(f"--tokenizer {args.tokenizer}: no such folder; give the checkpoint's folder")
+    beams, rewards = tool_args.parse_beams(args.beams), tool_args.parse_rewards(args.rewards)
+    tool_args.check_ratio(args.ratio, "--length-ratio")
+    for flag, value in (("--max-new-tokens", args.max_new_tokens), ("--batch-size", args.batch_size)):
+        if value < 1:
+            raise OptionError(f"{flag} must be at least 1 (got {value})")
+    outs = [(f, p) for f, p in (("--out", args.out), ("--kwargs", args.kwargs), ("--plot", args.plot)) if p]
+    for flag, path in outs:
+        try:
+            tool_args.check_out(path, args.src, args.refs, [])
+        except OptionError as err:
+            raise OptionError(str(err).replace("--out ", f"{flag} ", 1)) from None
+    for i, (flag, path) in enumerate(outs):
+        for other, target in outs[:i]:
+            if os.path.abspath(target) == os.path.abspath(path):
+                raise OptionError(f"{flag} {path} is also {other}: name another file")
+    if args.plot is not None:
+        sweep_report.check_plot()
+    src_lines, refs = read_corpus(args.src, args.refs, args.unescape_moses)
+    _warn_escapes("sweep", args, src_lines, refs)
+    if not src_lines:
+        raise RatioError(f"--src {args.src} has no line: there is nothing to sweep")
+    model, tok = hf.load(args.tokenizer)
+    rho = args.ratio if args.ratio is not None else estimate_with_tokenizer(args.tokenizer, src_lines, refs).corpus
+    result = hf.run_hf_sweep(model, tok, src_lines, refs, beams, rewards, rho, args.max_new_tokens,
+                             args.batch_size, progress=not args.no_progress)
+    result["meta"] = {"model": args.tokenizer, "src": args.src, "refs": args.refs, "ratio": rho,
+                      "max_new_tokens": args.max_new_tokens, "unescape_moses": args.unescape_moses}
+    top = sweep_report.best(result["rows"])
+    result["best"] = {"row": result["rows"].index(top), "settings": hf.settings(top, rho, args.max_new_tokens)}
+    snippet = hf.snippet(top, rho, args.max_new_tokens)
+    with atomic.Outputs() as outputs:
+        for flag, path, text in (("--out", args.out, json.dumps(result, indent=1, allow_nan=False) + "\n"),
+                                 ("--kwargs", args.kwargs, snippet)):
+            if path is not None:
+                out = atomic.TextFile(outputs, flag, path)
+                out.write(text)
+                out.close()
+        if args.plot is not None:
+            sweep_report.plot(result["rows"], outputs.path("--plot", args.plot))
+        outputs.commit()
+    sys.stdout.write(sweep_report.table(result["rows"]))
+    print(f"best: {sweep_report.label(top)} (BLEU {top['bleu']:.2f}); its keyword arguments of generate:")
+    sys.stdout.write(snippet)
+    certified = [row for row in result["rows"] if row["family"] == "optimal_reward"]
+    if certified and top["family"] != "optimal_reward":
+        mine = sweep_report.best(certified)
+        print(f"best with optimal stopping: {sweep_report.label(mine)} (BLEU {mine['bleu']:.2f}): "
+              f"{hf.kwargs_line(mine, rho, args.max_new_tokens)}")
+    written = " ".join(p for _, p in outs)
+    print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s"
+          + (f" -> {written}" if written else ""))
 
 
 def _table_argument(parser, option) -> None:
