@@ -143,12 +143,8 @@ class StatsFile:
         from onmt_optimal.options import OptionError
 
         flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
-        readable = True
         try:
-            try:
-                fd = os.open(path, os.O_RDWR | flags, 0o666)
-            except PermissionError:
-                fd, readable = os.open(path, os.O_WRONLY | flags, 0o666), False
+            fd, readable = _open_appending(path, flags)
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise OptionError(f"{flag} {path} is a symbolic link: a server appends to the file itself, "
@@ -213,12 +209,8 @@ def append(path: str, text: str, flag: str = "-stats_file") -> None:
     data = text.encode("utf-8")
     flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK  # (a FIFO fails at once instead of hanging)
     with _lock(path):
-        readable = True
         try:
-            try:
-                fd = os.open(path, os.O_RDWR | flags, 0o666)
-            except PermissionError:
-                fd, readable = os.open(path, os.O_WRONLY | flags, 0o666), False
+            fd, readable = _open_appending(path, flags)
         except OSError as err:
             raise atomic.OutputError(f"{flag} {path}: cannot append to it ({_reason(err)}); earlier records "
                                      f"were kept") from None
@@ -230,6 +222,15 @@ def append(path: str, text: str, flag: str = "-stats_file") -> None:
             _append_fd(fd, path, data, flag, regular, readable)
         finally:
             os.close(fd)
+
+
+def _open_appending(path: str, flags: int) -> tuple[int, bool]:
+    """``(fd, readable)``: ``path`` opened with ``flags`` for reading and writing, or for writing alone where
+    reading is not permitted (``readable`` False: the last byte cannot be checked)."""
+    try:
+        return os.open(path, os.O_RDWR | flags, 0o666), True
+    except PermissionError:
+        return os.open(path, os.O_WRONLY | flags, 0o666), False
 
 
 def _append_fd(fd: int, path: str, data: bytes, flag: str, regular: bool, readable: bool) -> None:

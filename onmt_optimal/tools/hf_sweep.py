@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import math
-import os
 import time
 
 from onmt_optimal.errors import OptionError
@@ -30,17 +29,14 @@ __all__ = ["load", "run_hf_sweep", "settings", "kwargs_line", "parse_kwargs_line
 def load(name: str):
     """``(model, tokenizer)`` of the checkpoint ``name`` (a folder, or a Hub name in the local cache), on the CPU,
     in eval mode; an ``OptionError`` line when none loads."""
-    if os.sep in name and not os.path.isdir(name):
-        raise OptionError(f"--tokenizer {name}: no such folder; give the checkpoint's folder")
+    from onmt_optimal.tools.length_ratio import transformers_for
+
+    hf = transformers_for(name)
     try:
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
-    except ImportError:
-        raise OptionError("--tokenizer needs transformers: pip install '.[hf]'") from None
-    try:
-        config = AutoConfig.from_pretrained(name)
-        auto = AutoModelForSeq2SeqLM if getattr(config, "is_encoder_decoder", False) else AutoModelForCausalLM
+        config = hf.AutoConfig.from_pretrained(name)
+        auto = hf.AutoModelForSeq2SeqLM if getattr(config, "is_encoder_decoder", False) else hf.AutoModelForCausalLM
         model = auto.from_pretrained(name)
-        tok = AutoTokenizer.from_pretrained(name)
+        tok = hf.AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError, KeyError) as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise OptionError(f"--tokenizer {name}: no model loads from it ({first})") from None

@@ -59,18 +59,11 @@ def estimate_with_tokenizer(name: str, src_lines: list[str], ref_streams: list[l
     tokens the tokenizer adds, e.g. Marian's ``</s>``, included, as the attention mask counts them), ``|y|`` those
     of a reference without special tokens (the generated tokens without the end token). Printed as
     ``length_ratio=RHO``, the keyword ``generate`` and ``optimal_beam_search`` take."""
-    import os
-
     from onmt_optimal.errors import OptionError
 
-    if os.sep in name and not os.path.isdir(name):
-        raise OptionError(f"--tokenizer {name}: no such folder; give the checkpoint's folder")
+    transformers = transformers_for(name)
     try:
-        from transformers import AutoTokenizer
-    except ImportError:
-        raise OptionError("--tokenizer needs transformers: pip install '.[hf]'") from None
-    try:
-        tok = AutoTokenizer.from_pretrained(name)
+        tok = transformers.AutoTokenizer.from_pretrained(name)
     except (OSError, ValueError) as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise OptionError(f"--tokenizer {name}: no tokenizer loads from it ({first})") from None
@@ -80,6 +73,22 @@ def estimate_with_tokenizer(name: str, src_lines: list[str], ref_streams: list[l
     found = estimate(src, refs)
     found.option = "length_ratio="
     return found
+
+
+def transformers_for(name: str):
+    """The ``transformers`` module, to load the checkpoint ``name`` (a folder, or a Hub name in the local cache);
+    one ``OptionError`` line where ``name`` looks like a folder and is none, or transformers is missing."""
+    import os
+
+    from onmt_optimal.errors import OptionError
+
+    if os.sep in name and not os.path.isdir(name):
+        raise OptionError(f"--tokenizer {name}: no such folder; give the checkpoint's folder")
+    try:
+        import transformers
+    except ImportError:
+        raise OptionError("--tokenizer needs transformers: pip install '.[hf]'") from None
+    return transformers
 
 
 def read_lines(flag: str, path: str, unescape: bool = False) -> list[str]:
