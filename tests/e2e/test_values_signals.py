@@ -129,7 +129,8 @@ def test_a_sweep_writes_strict_json(toy_model, corpus, tmp_path, capsys):
     cli.main(["sweep", "--src", str(corpus["src"]), "--refs", str(corpus["tgt"]), "--out", str(out), "--beams", "1-2",
               "--rewards", "0,1", "--", "-model", str(toy_model)])
     result = strict_json(out.read_text())
-    assert len(result["rows"]) == 2 * 6 and result["meta"]["ratio"] > 0
+    # per beam: 7 rows, the paper's opennmt2017 row among them
+    assert len(result["rows"]) == 2 * 7 and result["meta"]["ratio"] > 0
 
 
 # ---------------------------------------------------------------- signals
