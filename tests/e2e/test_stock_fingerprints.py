@@ -78,8 +78,6 @@ def test_every_test_the_page_cites_exists():
 def test_patched_attributes_are_the_ones_the_page_names():
     """Every attribute of OpenNMT-py that holds one of our functions after the patches is on the page (a new
     replacement without a row fails here)."""
-    import sys
-
     from onmt_optimal.opennmt import patch, server
 
     patch.apply()
@@ -87,25 +85,6 @@ def test_patched_attributes_are_the_ones_the_page_names():
     server.patch_translation_server()
     server.patch_command()
     named = {row.attribute for row in seams.rows(TOOLKIT)}
-    found = set()
-    for name, module in list(sys.modules.items()):
-        if not name.startswith("onmt.") or module is None:
-            continue
-        for attribute, value in list(vars(module).items()):
-            if _ours(value):
-                found.add(f"{name}.{attribute}")
-            if isinstance(value, type) and value.__module__ == name:
-                found |= {f"{name}.{attribute}.{key}" for key, member in vars(value).items()
-                          if _ours(getattr(member, "__func__", member))}
+    found = seams.marked("onmt")
     found.discard("onmt.translate.translator.Translator")  # ours only once a translator was built
     assert found - named == set(), f"replaced but not on docs/seams.md: {sorted(found - named)}"
-
-
-def _ours(value) -> bool:
-    """``import_hook.ours``, False for a proxy that cannot be asked outside its context (Flask's ``request``)."""
-    from onmt_optimal.import_hook import ours
-
-    try:
-        return bool(ours(value))
-    except Exception:
-        return False

@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import importlib.util
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,3 +124,30 @@ def cited_tests_missing(page: Path = PAGE) -> list[str]:
         if not path.exists() or not re.search(rf"^(async )?def {match.group(2)}\(", path.read_text(), re.M):
             missing.append(f"{row.attribute}: {row.test}")
     return missing
+
+
+def marked(package: str) -> set[str]:
+    """The dotted names, in the modules of ``package`` imported so far, of every module attribute and class
+    member that holds one of our marked functions or classes (``import_hook.ours``)."""
+    found = set()
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(f"{package}.") or module is None:
+            continue
+        for attribute, value in list(vars(module).items()):
+            if _ours(value):
+                found.add(f"{name}.{attribute}")
+            if isinstance(value, type) and value.__module__ == name:
+                found |= {f"{name}.{attribute}.{key}" for key, member in vars(value).items()
+                          if _ours(getattr(member, "__func__", member))}
+    return found
+
+
+def _ours(value) -> bool:
+    """``import_hook.ours``, False for an object that cannot be asked (a proxy outside its context, such as
+    Flask's ``request``)."""
+    from onmt_optimal.import_hook import ours
+
+    try:
+        return bool(ours(value))
+    except Exception:
+        return False
