@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from helpers import http_server
 from helpers.one_line import one_error_line
+from test_eole_serve_safety import write_config
 
 INPUTS = ["a b c", "p o", "k e i d"]
 SHARED = {"beam_size": 3, "max_length": 30, "n_best": 1}
@@ -45,12 +45,6 @@ def sums(root: Path) -> dict:
         elif path.is_file() and not path.is_fifo():
             out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
-
-
-def write_config(root: Path, models: list) -> Path:
-    path = root / "server.yaml"
-    path.write_text(yaml.safe_dump({"models_root": str(root), "models": models}))
-    return path
 
 
 def site(root: Path, model: Path, a_config: dict, b_config: dict | None = None, preload: bool = True) -> Path:
