@@ -31,7 +31,7 @@ both give identical numbers.
 
 Per variant and configuration it also counts the work of one decoder call (one call of the translator's
 ``_decode_and_generate``, i.e. one step of the batch), over one more pass after the timed rounds, with
-``onmt_optimal.bench.profiling``: aten ops (``torch.profiler``, host side, the CPU proxy for kernel launches) and, on
+``onmt_optimal_lab.bench.profiling``: aten ops (``torch.profiler``, host side, the CPU proxy for kernel launches) and, on
 CUDA, device kernels, device-to-host copies and host synchronizations (``torch.cuda.set_sync_debug_mode``), each
 also as a ratio to stock's. ``--count-only`` does only that pass (no timing, no sweep), the optimisation proxy.
 
@@ -46,10 +46,10 @@ import argparse
 import json
 from pathlib import Path
 
-from onmt_optimal.bench.models import DATA, MODELS, UsageError, resolve_models
-from onmt_optimal.bench.precision import PRECISIONS
-from onmt_optimal.bench.render import combine, report
-from onmt_optimal.bench.timers import CLOCKS
+from onmt_optimal_lab.bench.models import DATA, MODELS, UsageError, resolve_models
+from onmt_optimal_lab.bench.precision import PRECISIONS
+from onmt_optimal_lab.bench.render import combine, report
+from onmt_optimal_lab.bench.timers import CLOCKS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -159,7 +159,7 @@ def main(argv=None) -> None:
     out = Path(args.out) if args.out else None
     if out is None and not args.count_only:
         out = ROOT / "benchmarks" / ("RESULTS-gpu.md" if cuda else "RESULTS.md")
-    from onmt_optimal.bench.measure import measure
+    from onmt_optimal_lab.bench.measure import measure
 
     run = measure(models, args, beams, batches, ROOT / "work" / "bench",
                   on_progress=None if out is None else (lambda partial: write(out, partial)))

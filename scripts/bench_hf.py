@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: optimal_beam_search beside transformers' own beam search (onmt_optimal/bench/hf.py says what and how).
+"""Benchmark: optimal_beam_search beside transformers' own beam search (onmt_optimal_lab/bench/hf.py says what and how).
 
     python scripts/bench_hf.py [--lines 64] [--beams 1,5,10] [--batches 1,16] [--rounds 3] [--models marian,gpt2] [--length-penalties 0,1]
         [--device cpu|cuda] [--model-dir models/multi30k-de-en-hf --src DEV.de] [--max-seconds S]
@@ -38,7 +38,7 @@ def main(argv=None) -> int:
         if not torch.cuda.is_available():
             p.error("--device cuda: torch sees no CUDA device here")
     try:
-        from onmt_optimal.bench import hf as bench
+        from onmt_optimal_lab.bench import hf as bench
     except ImportError as err:
         p.error(f"transformers and tokenizers are needed (requirements-hf.txt): {err}")
     try:

@@ -7,7 +7,7 @@ costs in BLEU, written to benchmarks/RESULTS-precision.md and a JSON file beside
    Multi30k transformer) and each precision of ``--precisions`` (fp32, int8: dynamic quantization, which
    OpenNMT-py 3.5.1's ``-precision int8`` does not apply; fp16: ``-precision fp16``, which runs on the CPU too),
    ``--lines`` dev sentences, beams and batches as given, without the sweep and the work counts. Ratios are
-   against stock in the same precision and round (``onmt_optimal.bench``).
+   against stock in the same precision and round (``onmt_optimal_lab.bench``).
 2. BLEU: TVsub test (the first ``--test-lines``, 0: all), decoded with the shipped config
    (``configs/tvsub-zh-en/translate.yaml``, beam 5) and ``-stopping optimal`` in each precision, scored with
    sacrebleu against its references (``onmt_optimal.tools.evaluate``), with the mean steps and how many translations
@@ -22,8 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from onmt_optimal.bench.models import DATA
-from onmt_optimal.bench.precision import PRECISIONS, quantize, session_args
+from onmt_optimal_lab.bench.models import DATA
+from onmt_optimal_lab.bench.precision import PRECISIONS, quantize, session_args
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = "configs/tvsub-zh-en/translate.yaml"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: optimal_beam_search beside vLLM's own beam search (onmt_optimal/bench/vllm.py says what and how).
+"""Benchmark: optimal_beam_search beside vLLM's own beam search (onmt_optimal_lab/bench/vllm.py says what and how).
 
     python scripts/bench_vllm.py [--prompts 16] [--beams 4,8] [--length-penalties 0,1] [--rounds 2] [--max-tokens 32]
 
@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from onmt_optimal.bench import vllm as bench
+from onmt_optimal_lab.bench import vllm as bench
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark: beam requests to vLLM's OpenAI-compatible server, stock and with the certificate
-(onmt_optimal/bench/vllm_serve.py says what and how).
+(onmt_optimal_lab/bench/vllm_serve.py says what and how).
 
     python scripts/bench_vllm_serve.py [--prompts 16] [--beams 4,8] [--length-penalties 0,1] [--clients 1,8]
                                        [--rounds 3] [--max-tokens 32]
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from onmt_optimal.bench import vllm_serve as bench
+from onmt_optimal_lab.bench import vllm_serve as bench
 
 
 def main(argv=None) -> int:

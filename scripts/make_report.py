@@ -8,7 +8,7 @@ into ``DIR``:
     table2.md             tuning the bounded length reward r (paper's Table 2), ours and the paper's
     table3.md             final dev/test BLEU of each decoder at its dev-tuned setting and of the two
                           baselines at fixed beams (paper's Table 3), with paired-bootstrap p-values, 95%
-                          intervals of the differences and labels (sacrebleu, ``onmt_optimal.paper.report.significance``)
+                          intervals of the differences and labels (sacrebleu, ``onmt_optimal_lab.paper.report.significance``)
     table_length.md       BLEU and length ratio by source-length bucket; steps saved by output-length bucket
     fig1_model_score.png  mean model score vs beam size, the baselines vs optimal stopping (paper's Figure 1)
     fig2_bleu_length.png  (a) BLEU and (b) length ratio vs beam size for every decoder (paper's Figure 2)
@@ -29,8 +29,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from onmt_optimal.paper.report.paper import PAPER_NAME
-from onmt_optimal.paper.report.write import OUTPUTS, check_report, write_report
+from onmt_optimal_lab.paper.report.paper import PAPER_NAME
+from onmt_optimal_lab.paper.report.write import OUTPUTS, check_report, write_report
 
 
 def main(argv=None) -> int:

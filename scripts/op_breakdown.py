@@ -4,13 +4,13 @@
         -beam_size 10 -length_penalty none
 
 Decodes ``--src`` once untimed, then once under ``torch.profiler`` (with stacks) for each of ``--variants``
-(``onmt_optimal.bench.variants``: ``stock`` or a ``-stopping`` name, log-probability; ``optimal-core``: through
+(``onmt_optimal_lab.bench.variants``: ``stock`` or a ``-stopping`` name, log-probability; ``optimal-core``: through
 the search core even at b = 1, where ``optimal`` runs stock's search of one item; ``NAME-host``: with the
 search's bookkeeping on the host), and prints the aten events per decoder call (one call of
 the translator's ``_decode_and_generate``), grouped by the innermost OpenNMT-py or onmt-optimal function that
 issued them, and how many of them the search issued (stock's or ours: ``SEARCH``). ``--torch-topk`` puts
 ``torch.topk`` in place of the CPU's two-pass top-k, as on an accelerator. ``--kernels`` counts only the ops that
-would be kernels on an accelerator (``onmt_optimal.bench.profiling.kernel_like``), the CPU proxy for the CUDA kernels of a search:
+would be kernels on an accelerator (``onmt_optimal_lab.bench.profiling.kernel_like``), the CPU proxy for the CUDA kernels of a search:
 
     python scripts/op_breakdown.py --src dev50.zh --kernels --torch-topk -- -config ... -batch_size 32 ...
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 
-from onmt_optimal.bench.breakdown import HOST, SEARCH, breakdown
+from onmt_optimal_lab.bench.breakdown import HOST, SEARCH, breakdown
 
 
 def main(argv=None) -> None:
@@ -33,7 +33,7 @@ def main(argv=None) -> None:
     parser.add_argument("--top", type=int, default=20, help="functions listed per variant")
     parser.add_argument("--torch-topk", action="store_true", help="torch.topk for every top-k, as on a GPU")
     parser.add_argument("--kernels", action="store_true",
-                        help="count kernel-like ops only (onmt_optimal.bench.profiling.kernel_like: no views, allocations "
+                        help="count kernel-like ops only (onmt_optimal_lab.bench.profiling.kernel_like: no views, allocations "
                              "or wrappers), the CPU proxy for CUDA kernels")
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)

@@ -30,7 +30,7 @@ import shutil
 import sys
 import time
 
-from onmt_optimal.paper.corpus import (CorpusError, filter_pairs, read_eval_set, read_parallel, subsample, train_spm,
+from onmt_optimal_lab.paper.corpus import (CorpusError, filter_pairs, read_eval_set, read_parallel, subsample, train_spm,
                                  write_eval_set, write_lines)
 from onmt_optimal.tools.text import normalize
 

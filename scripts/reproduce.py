@@ -14,10 +14,10 @@ Any corpus and any number of references work (e.g. the LDC NIST sets of the pape
 4. tune each decoder family's (beam, reward) on dev BLEU, the historical ``opennmt2017`` rule (the paper's
    baseline) included, decode test with it, and decode test at the fixed settings too (stock default and
    ``opennmt2017`` at b = 5 and the paper's b = 16; default, optimal stopping and ``opennmt2017`` at b = 10 and
-   16 for the steps saved: ``onmt_optimal.paper.reproduce``) -> OUT/test_eval.json, every test output as OUT/hyps/test.KEY.txt and
+   16 for the steps saved: ``onmt_optimal_lab.paper.reproduce``) -> OUT/test_eval.json, every test output as OUT/hyps/test.KEY.txt and
    per-sentence steps, lengths and log-probabilities in OUT/test_sentences.json (so the paired-bootstrap
    p-values can be recomputed from committed files);
-5. tables with paired-bootstrap statistics, figures and OUT/README.md (``onmt_optimal.paper.report``, as
+5. tables with paired-bootstrap statistics, figures and OUT/README.md (``onmt_optimal_lab.paper.report``, as
    ``scripts/make_report.py`` writes them).
 
 Progress bars (tqdm) go to stderr: one over the dev sweep's beam sizes, one over the test decodes.
@@ -36,10 +36,10 @@ from pathlib import Path
 
 import torch
 
-from onmt_optimal.paper import reproduce
+from onmt_optimal_lab.paper import reproduce
 from onmt_optimal.__main__ import parse_beams
 from onmt_optimal.tools.length_ratio import estimate_with_model
-from onmt_optimal.paper.report.write import write_report
+from onmt_optimal_lab.paper.report.write import write_report
 from onmt_optimal.opennmt.session import Session
 from onmt_optimal.tools.sweep import run_sweep
 from onmt_optimal.tools.text import clean_file

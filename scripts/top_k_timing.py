@@ -7,7 +7,7 @@ For each (batch, beam): the microseconds per call of each, on log-softmax rows o
 (the beam's candidate scores are ``batch x beam x |V|``). The two-pass path is forced with ``small=0``.
 
 Alone, each path's cost is its call's. Inside a decode it is not: ``--decode`` times whole decodes with either
-path against stock's (``onmt_optimal.bench.top_k.in_decode`` says why), which is what ``TopK.small`` is checked
+path against stock's (``onmt_optimal_lab.bench.top_k.in_decode`` says why), which is what ``TopK.small`` is checked
 against.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import argparse
 
 import torch
 
-from onmt_optimal.bench.top_k import alone, in_decode
+from onmt_optimal_lab.bench.top_k import alone, in_decode
 from onmt_optimal.search.top_k import top_k
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Train the transformers benchmark's Multi30k German-English models (onmt_optimal/bench/hf_models.py says how).
+"""Train the transformers benchmark's Multi30k German-English models (onmt_optimal_lab/bench/hf_models.py says how).
 
     python scripts/train_hf_multi30k.py [--data ../shared/data/multi30k-de-en] [--out models/multi30k-de-en-hf]
         [--seconds 900] [--steps 20000] [--width 128] [--layers 2] [--vocab-size 4000] [--batch 64]
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from onmt_optimal.bench import hf_models as bench_models
+from onmt_optimal_lab.bench import hf_models as bench_models
 
 
 def main(argv=None) -> int:

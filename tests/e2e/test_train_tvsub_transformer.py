@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from helpers import toy
-from onmt_optimal.paper.corpus import train_spm
+from onmt_optimal_lab.paper.corpus import train_spm
 
 pytestmark = pytest.mark.slow
 

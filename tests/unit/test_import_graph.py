@@ -1,12 +1,16 @@
 """The package's import graph: no cycle anywhere (imports inside functions included), the search core
 (``onmt_optimal/search/``) imports no toolkit, only torch and itself, and neither toolkit's adapter imports the
-other's: what they share lives outside both."""
+other's: what they share lives outside both. The lab (``onmt_optimal_lab/``: the benchmarks and the paper's
+reproduction) imports the package, never the reverse."""
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "onmt_optimal"
+LAB = PACKAGE.parent / "onmt_optimal_lab"
+#: what the package may hold: the search, the adapters, the servers and the tools, not what measures them
+MAX_PACKAGE_LINES = 15_500
 
 
 def module_name(path: Path) -> str:
@@ -28,12 +32,16 @@ def imports(path: Path) -> set[str]:
     return found
 
 
-#: the package's modules
-MODULES = {module_name(p) for p in PACKAGE.rglob("*.py")}
+def sources():
+    return [p for root in (PACKAGE, LAB) for p in root.rglob("*.py")]
+
+
+#: the package's modules and the lab's
+MODULES = {module_name(p) for p in sources()}
 
 
 def graph() -> dict[str, set[str]]:
-    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = {module_name(p): p for p in sources()}
     return {name: {m for m in imports(path) if m in modules and m != name} for name, path in modules.items()}
 
 
@@ -87,7 +95,7 @@ def test_adapters_share_only_what_lives_outside_both():
 
 #: what a user's decode runs; the tools, the paper's reproduction and the benchmarks are apart from it
 DECODE = ("search", "adapter", "opennmt", "eole", "hf", "vllm", "distributed")
-APART = ("tools", "paper", "bench")
+APART = ("tools",)
 #: the decode side's modules that serve the tools: a toolkit's loaded model for the tools' many decodes, and
 #: the sweep on Ray
 SERVE_TOOLS = {"onmt_optimal.opennmt.session", "onmt_optimal.eole.session", "onmt_optimal.distributed.sweep"}
@@ -95,11 +103,23 @@ SERVE_TOOLS = {"onmt_optimal.opennmt.session", "onmt_optimal.eole.session", "onm
 
 def test_decode_imports_no_tool():
     """What ``onmt_translate``, ``eole predict``, ``generate`` and vLLM run with the new options (the package's
-    top level but ``__main__``, and ``DECODE``) imports nothing of ``tools/``, ``paper/`` or ``bench/``."""
+    top level but ``__main__``, and ``DECODE``) imports nothing of ``tools/``."""
     for name, targets in graph().items():
         parts = name.split(".")
         top_level = len(parts) == 2 and parts[1] not in APART + DECODE + ("__main__",)
-        if name in SERVE_TOOLS or not (top_level or (len(parts) > 1 and parts[1] in DECODE)):
+        if parts[0] != "onmt_optimal" or name in SERVE_TOOLS or not (top_level or (len(parts) > 1 and parts[1] in DECODE)):
             continue
         for target in targets:
             assert target.split(".")[1:2] not in ([a] for a in APART), (name, target)
+
+
+def test_the_package_never_imports_the_lab():
+    for name, targets in graph().items():
+        if name.startswith("onmt_optimal."):
+            assert not [t for t in targets if t.startswith("onmt_optimal_lab")], name
+
+
+def test_the_package_stays_small():
+    """The lines a maintainer porting to a toolkit's next release reads (the lab apart)."""
+    lines = sum(len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py"))
+    assert lines <= MAX_PACKAGE_LINES, f"the package has {lines} lines"

@@ -1,4 +1,4 @@
-"""scripts/make_report.py (``onmt_optimal.paper.report``) and ``onmt_optimal.paper.report.significance`` on fabricated results
+"""scripts/make_report.py (``onmt_optimal_lab.paper.report``) and ``onmt_optimal_lab.paper.report.significance`` on fabricated results
 (no decoding): files written, Table 2's argmax, README coverage, byte-identical reruns and ``--check``, the
 paired-bootstrap statistics against sacrebleu itself, the labelling rule, and the committed results re-rendered
 byte for byte from their committed inputs (where the test references are on this machine)."""
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from onmt_optimal.paper.report import significance, stats
+from onmt_optimal_lab.paper.report import significance, stats
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "make_report.py"
@@ -329,7 +329,7 @@ def test_label_needs_p_and_interval_under_every_seed():
 def test_reproduce_tunes_the_papers_baseline():
     """make reproduce tunes the historical opennmt2017 rule (the paper's baseline) on dev like every decoder, and
     still decodes it at the fixed beams."""
-    from onmt_optimal.paper import reproduce
+    from onmt_optimal_lab.paper import reproduce
 
     decoders = reproduce.decoders([0.0, 1.0])
     rows = [{"family": d.family, "reward": d.reward, "beam": b, "bleu": 10.0 + (b == 3 and d.family == "opennmt2017")}

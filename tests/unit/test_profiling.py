@@ -1,7 +1,7 @@
-"""The benchmark's counter (onmt_optimal/bench/profiling.py): calls and aten ops per call on a known workload."""
+"""The benchmark's counter (onmt_optimal_lab/bench/profiling.py): calls and aten ops per call on a known workload."""
 import torch
 
-from onmt_optimal.bench.profiling import OpCounts, count, counting_calls, kernel_like
+from onmt_optimal_lab.bench.profiling import OpCounts, count, counting_calls, kernel_like
 
 
 class Model:

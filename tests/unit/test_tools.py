@@ -51,7 +51,7 @@ def test_corpus_score_uses_every_reference_and_checks_lengths():
 
 def test_variants_by_name():
     """The benchmark's one factory of search variants: every suffix means what its name says, in any tool."""
-    from onmt_optimal.bench.variants import VARIANTS, search
+    from onmt_optimal_lab.bench.variants import VARIANTS, search
     from onmt_optimal.search.transfer import AUTO
     from onmt_optimal.search.scoring import BoundedWordReward
 
@@ -72,7 +72,7 @@ def test_variants_by_name():
 def test_bench_refuses_an_unknown_model_in_one_line():
     from argparse import Namespace
 
-    from onmt_optimal.bench.models import UsageError, resolve_models
+    from onmt_optimal_lab.bench.models import UsageError, resolve_models
 
     with pytest.raises(UsageError, match="^--config nope: neither a model name"):
         resolve_models(Namespace(config="nope", src=None, refs=None, data="data", unescape_moses=None))

@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from onmt_optimal.bench.hf import sources, train
-from onmt_optimal.bench.render import write_report
+from onmt_optimal_lab.bench.hf import sources, train
+from onmt_optimal_lab.bench.render import write_report
 from onmt_optimal.vllm.beam_search import optimal_beam_search
 
 
@@ -82,7 +82,7 @@ def render(results: dict) -> str:
         "",
         f"vLLM {results['vllm']} (CPU build), one engine, float32, eager; {results['prompts']} prompts of the "
         f"synthetic task in one call, max_tokens {results['max_tokens']}, best of {results['rounds']} rounds on "
-        f"the wall clock, alternating. GPT-2 trained {results['train_steps']} steps (onmt_optimal/bench/vllm.py). "
+        f"the wall clock, alternating. GPT-2 trained {results['train_steps']} steps (onmt_optimal_lab/bench/vllm.py). "
         "Measured on a shared 2-core machine with other jobs running: the ratios, taken in the same process "
         "with alternating rounds, are the figures to read, the absolute rates are not. `vllm`: "
         "`llm.beam_search`; `optimal`: `optimal_beam_search(..., stopping='optimal')`; lp: vLLM's "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from onmt_optimal.paper.report.paper import HISTORICAL
+from onmt_optimal_lab.paper.report.paper import HISTORICAL
 from onmt_optimal.search.registry import STOPPING_RULES
 from onmt_optimal.tools.sweep import Decoder, decode_all, paper_decoders, summarize
 

@@ -2,11 +2,11 @@
 bounded reward against the paper's baseline per bucket), and steps saved by the default's output length."""
 from __future__ import annotations
 
-from onmt_optimal.paper.report.cells import f2, pct
-from onmt_optimal.paper.report.paper import BASELINE, HISTORICAL, LABELS
-from onmt_optimal.paper.report.results import baseline_row, fixed_row, fixed_rows, row_key, tuned_rows
-from onmt_optimal.paper.report.significance import in_bucket, label, length_buckets
-from onmt_optimal.paper.report.stats import fmt_cmp, fmt_p
+from onmt_optimal_lab.paper.report.cells import f2, pct
+from onmt_optimal_lab.paper.report.paper import BASELINE, HISTORICAL, LABELS
+from onmt_optimal_lab.paper.report.results import baseline_row, fixed_row, fixed_rows, row_key, tuned_rows
+from onmt_optimal_lab.paper.report.significance import in_bucket, label, length_buckets
+from onmt_optimal_lab.paper.report.stats import fmt_cmp, fmt_p
 
 
 def span(bucket: tuple[int, int] | None) -> str:

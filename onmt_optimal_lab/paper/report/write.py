@@ -8,13 +8,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from onmt_optimal.paper.report.figures import fig1, fig2
-from onmt_optimal.paper.report.lengths import length_table, steps_by_length
-from onmt_optimal.paper.report.paper import PAPER_NAME
-from onmt_optimal.paper.report.readme import readme
-from onmt_optimal.paper.report.results import Sweep, load, tuned_settings
-from onmt_optimal.paper.report.stats import load_stats
-from onmt_optimal.paper.report.tables import table2, table3
+from onmt_optimal_lab.paper.report.figures import fig1, fig2
+from onmt_optimal_lab.paper.report.lengths import length_table, steps_by_length
+from onmt_optimal_lab.paper.report.paper import PAPER_NAME
+from onmt_optimal_lab.paper.report.readme import readme
+from onmt_optimal_lab.paper.report.results import Sweep, load, tuned_settings
+from onmt_optimal_lab.paper.report.stats import load_stats
+from onmt_optimal_lab.paper.report.tables import table2, table3
 
 OUTPUTS = ("table2.md", "table3.md", "table_length.md", "fig1_model_score.png", "fig2_bleu_length.png", "README.md")
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onmt_optimal.paper.report.cells import f2, fmt_r, refs
-from onmt_optimal.paper.report.claims import findings
-from onmt_optimal.paper.report.lengths import length_table, steps_by_length
-from onmt_optimal.paper.report.paper import BASELINE, HISTORICAL, LABELS, PAPER_TABLE3
-from onmt_optimal.paper.report.results import Sweep, baseline_row, row_key, tuned_rows
-from onmt_optimal.paper.report.significance import ALPHA, label
-from onmt_optimal.paper.report.stats import ROOT, fmt_cmp, fmt_p
+from onmt_optimal_lab.paper.report.cells import f2, fmt_r, refs
+from onmt_optimal_lab.paper.report.claims import findings
+from onmt_optimal_lab.paper.report.lengths import length_table, steps_by_length
+from onmt_optimal_lab.paper.report.paper import BASELINE, HISTORICAL, LABELS, PAPER_TABLE3
+from onmt_optimal_lab.paper.report.results import Sweep, baseline_row, row_key, tuned_rows
+from onmt_optimal_lab.paper.report.significance import ALPHA, label
+from onmt_optimal_lab.paper.report.stats import ROOT, fmt_cmp, fmt_p
 
 
 def ordering_section(test: dict | None, stats, why: str) -> str:

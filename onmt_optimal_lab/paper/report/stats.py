@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from onmt_optimal.paper.report.cells import f2
-from onmt_optimal.paper.report.results import row_key
-from onmt_optimal.paper.report.significance import (N_SAMPLES, SEEDS, Comparison, Resampler, corpus_bleu, signature,
+from onmt_optimal_lab.paper.report.cells import f2
+from onmt_optimal_lab.paper.report.results import row_key
+from onmt_optimal_lab.paper.report.significance import (N_SAMPLES, SEEDS, Comparison, Resampler, corpus_bleu, signature,
                                               subset)
 from onmt_optimal.tools.text import normalize
 

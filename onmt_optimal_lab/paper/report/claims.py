@@ -9,11 +9,11 @@ resolved difference goes against the claim).
 """
 from __future__ import annotations
 
-from onmt_optimal.paper.report.cells import f2, f3, fmt_r, pct
-from onmt_optimal.paper.report.paper import BASELINE, FAMILIES, HISTORICAL, LABELS, LENGTH_FIXES, PAPER_B, PAPER_TABLE3
-from onmt_optimal.paper.report.results import Sweep, baseline_row, best, fixed_row, fixed_rows, row_key, tuned_rows
-from onmt_optimal.paper.report.significance import label
-from onmt_optimal.paper.report.stats import fmt_test, p_text, test_score
+from onmt_optimal_lab.paper.report.cells import f2, f3, fmt_r, pct
+from onmt_optimal_lab.paper.report.paper import BASELINE, FAMILIES, HISTORICAL, LABELS, LENGTH_FIXES, PAPER_B, PAPER_TABLE3
+from onmt_optimal_lab.paper.report.results import Sweep, baseline_row, best, fixed_row, fixed_rows, row_key, tuned_rows
+from onmt_optimal_lab.paper.report.significance import label
+from onmt_optimal_lab.paper.report.stats import fmt_test, p_text, test_score
 
 DEGRADE_BLEU = 0.5    # (b) a BLEU drop of at least this much from the best b to the largest b is "degrades"
 SHORTER_RATIO = 0.01  # (b), (c) a length-ratio difference of at least this much is "shorter" / "longer"

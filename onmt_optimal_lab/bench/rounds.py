@@ -1,15 +1,15 @@
 """One round of the benchmark: every variant decodes the same source through OpenNMT-py's pipeline, timed
-(``run_round``) or counted (``count_round``: work per decoder call, ``onmt_optimal.bench.profiling``)."""
+(``run_round``) or counted (``count_round``: work per decoder call, ``onmt_optimal_lab.bench.profiling``)."""
 from __future__ import annotations
 
 import sys
 
 from tqdm import tqdm
 
-from onmt_optimal.bench.timers import PartTimer
-from onmt_optimal.bench.profiling import count
+from onmt_optimal_lab.bench.timers import PartTimer
+from onmt_optimal_lab.bench.profiling import count
 
-# per-call counts kept in each row (``onmt_optimal.bench.profiling.OpCounts.per_call``), with their ratio to stock
+# per-call counts kept in each row (``onmt_optimal_lab.bench.profiling.OpCounts.per_call``), with their ratio to stock
 COUNTS = ("aten_ops", "kernels", "dtoh", "syncs")
 
 
@@ -76,7 +76,7 @@ def run_round(session, timer, parts, src, beam, batch, searches, sync, offset=0,
 
 
 def count_round(session, timer, parts, src, beam, batch, searches, cuda, progress=False):
-    """Work per decoder call of each variant over one pass of ``src`` (``onmt_optimal.bench.profiling.count``).
+    """Work per decoder call of each variant over one pass of ``src`` (``onmt_optimal_lab.bench.profiling.count``).
 
     Each variant decodes the whole of ``src`` through OpenNMT-py's pipeline under one profiler: reading,
     transforms, batching and writing are counted too, the same for every variant. On a GPU, a first untimed pass per variant keeps one-time initialisations

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-from onmt_optimal.bench.variants import search
-from onmt_optimal.bench.profiling import counting_calls, kernel_like
+from onmt_optimal_lab.bench.variants import search
+from onmt_optimal_lab.bench.profiling import counting_calls, kernel_like
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,7 +3,7 @@
 Models: a Marian encoder-decoder and a GPT-2 decoder, either trained here for a few hundred steps on a synthetic
 task (source letters ``a..p``, each mapped to one upper-case letter, or two for ``i..p``) with a word-level
 tokenizer trained by ``tokenizers``: small, but real models whose beams end at different steps; or, with
-``model_dir``, the Multi30k German-English models of ``onmt_optimal.bench.hf_models`` (translation-like outputs),
+``model_dir``, the Multi30k German-English models of ``onmt_optimal_lab.bench.hf_models`` (translation-like outputs),
 decoding the first ``lines`` sentences of ``src``.
 
 Per model, beam size ``b`` and batch size, over the same inputs, each decode timed as the CPU time of the
@@ -36,8 +36,8 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel, PreTrainedTokenizerFast
 
-from onmt_optimal.bench import hf_models as bench_models
-from onmt_optimal.bench.render import write_report
+from onmt_optimal_lab.bench import hf_models as bench_models
+from onmt_optimal_lab.bench.render import write_report
 from onmt_optimal.hf.generate import optimal_beam_search
 
 LETTERS = "abcdefghijklmnop"
@@ -253,7 +253,7 @@ def render(results: dict) -> str:
                 f"German-English ({results['models_from']}; scripts/train_hf_multi30k.py)")
     else:
         what = (f"{results['lines']} inputs of the synthetic task, models trained {results['train_steps']} steps "
-                "(onmt_optimal/bench/hf.py)")
+                "(onmt_optimal_lab/bench/hf.py)")
     lines = [
         f"# optimal_beam_search beside transformers' beam search ({where}"
         + (f", {results['dtype']} weights)" if results.get("dtype", "float32") != "float32" else ")"),

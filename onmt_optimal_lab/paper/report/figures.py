@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from onmt_optimal.paper.report.cells import fmt_r
-from onmt_optimal.paper.report.paper import FAMILIES, HISTORICAL, LABELS, REWARD_FAMILIES
-from onmt_optimal.paper.report.results import Sweep
+from onmt_optimal_lab.paper.report.cells import fmt_r
+from onmt_optimal_lab.paper.report.paper import FAMILIES, HISTORICAL, LABELS, REWARD_FAMILIES
+from onmt_optimal_lab.paper.report.results import Sweep
 
 STYLE = {  # colour, marker, line style of each family's curve
     "default": ("tab:blue", "o", "-"),

@@ -32,8 +32,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from onmt_optimal.bench.hf import sources, train
-from onmt_optimal.bench.render import write_report
+from onmt_optimal_lab.bench.hf import sources, train
+from onmt_optimal_lab.bench.render import write_report
 from onmt_optimal.vllm.serve import FIELD
 
 VARIANTS = {"stock": None, "certificate": {"stopping": "optimal"}}
@@ -167,7 +167,7 @@ def render(results: dict) -> str:
         f"eager) with onmt-optimal installed; {results['prompts']} prompts of the synthetic task, one "
         f"`/v1/completions` request each (`use_beam_search`, `n` = beam, temperature 0, max_tokens "
         f"{results['max_tokens']}), sent by 1 or 8 concurrent clients; best of {results['rounds']} rounds on the "
-        f"wall clock, alternating, after an untimed round. GPT-2 trained {results['train_steps']} steps (onmt_optimal/bench/vllm_serve.py). "
+        f"wall clock, alternating, after an untimed round. GPT-2 trained {results['train_steps']} steps (onmt_optimal_lab/bench/vllm_serve.py). "
         "`stock`: no `vllm_xargs`; `certificate`: `vllm_xargs: {\"stopping\": \"optimal\"}`. Measured on a shared "
         "2-core machine with other jobs running: the ratios, taken in one run with alternating rounds, are the "
         "figures to read, the absolute rates are not (run `make bench-vllm-serve`, i.e. `.venv-vllm/bin/python "

@@ -1,5 +1,5 @@
 """The transformers benchmark's translation models: a Marian encoder-decoder and a GPT-2 decoder trained on
-Multi30k German-English, saved with ``save_pretrained`` and loaded back for ``onmt_optimal.bench.hf``.
+Multi30k German-English, saved with ``save_pretrained`` and loaded back for ``onmt_optimal_lab.bench.hf``.
 
 Tokenizer: one byte-pair-encoding vocabulary for both languages, trained by ``tokenizers`` (``Metaspace``
 pre-tokenizer and decoder, so text comes back as written), with the specials ``<pad> </s> <unk> <s> <sep>``

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from onmt_optimal.paper.report.paper import BASELINE, FAMILIES, PAPER_B, REWARD_FAMILIES
+from onmt_optimal_lab.paper.report.paper import BASELINE, FAMILIES, PAPER_B, REWARD_FAMILIES
 
 
 def load(results: Path):

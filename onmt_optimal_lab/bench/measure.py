@@ -11,10 +11,10 @@ from pathlib import Path
 
 import torch
 
-from onmt_optimal.bench import precision
-from onmt_optimal.bench.decoding import bench_decoding
-from onmt_optimal.bench.sweep import bench_sweep
-from onmt_optimal.bench.timers import CLOCKS, ForwardTimer, PartTimer
+from onmt_optimal_lab.bench import precision
+from onmt_optimal_lab.bench.decoding import bench_decoding
+from onmt_optimal_lab.bench.sweep import bench_sweep
+from onmt_optimal_lab.bench.timers import CLOCKS, ForwardTimer, PartTimer
 from onmt_optimal.tools.length_ratio import estimate_with_model
 from onmt_optimal.opennmt.session import Session
 from onmt_optimal.tools.text import clean_file

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from onmt_optimal.bench.variants import search
+from onmt_optimal_lab.bench.variants import search
 from onmt_optimal.search import top_k as module
 
 #: the (batch, beam) problems ``alone`` times

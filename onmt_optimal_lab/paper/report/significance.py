@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from onmt_optimal.paper.report.cells import printed
+from onmt_optimal_lab.paper.report.cells import printed
 
 SEEDS = (12345, 1, 2, 3, 4)  # 12345 (sacrebleu's default) gives the figures; all of them decide the labels
 N_SAMPLES = 10000

@@ -3,12 +3,12 @@ each row against the paper's baseline, against OpenNMT-py 3.5.1's default and ag
 fix."""
 from __future__ import annotations
 
-from onmt_optimal.paper.report.cells import f2, f3, fmt_r
-from onmt_optimal.paper.report.paper import (BASELINE, FAMILIES, LABELS, LENGTH_FIXES, PAPER_B, PAPER_MOSES, PAPER_TABLE2,
+from onmt_optimal_lab.paper.report.cells import f2, f3, fmt_r
+from onmt_optimal_lab.paper.report.paper import (BASELINE, FAMILIES, LABELS, LENGTH_FIXES, PAPER_B, PAPER_MOSES, PAPER_TABLE2,
                                        PAPER_TABLE3)
-from onmt_optimal.paper.report.results import Sweep, baseline_row, best, fixed_rows, row_key, same_r, tuned_rows
-from onmt_optimal.paper.report.significance import label
-from onmt_optimal.paper.report.stats import fmt_cmp, fmt_p, test_score
+from onmt_optimal_lab.paper.report.results import Sweep, baseline_row, best, fixed_rows, row_key, same_r, tuned_rows
+from onmt_optimal_lab.paper.report.significance import label
+from onmt_optimal_lab.paper.report.stats import fmt_cmp, fmt_p, test_score
 
 RULE_REF = "labels by the rule under \"How differences are tested\" in README.md"
 

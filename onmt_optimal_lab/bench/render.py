@@ -53,7 +53,7 @@ CLOCK_NOTES = {
 }
 
 COUNT_NOTES = [
-    "Work per decoder call (`onmt_optimal/bench/profiling.py`): one more pass of each variant over the same "
+    "Work per decoder call (`onmt_optimal_lab/bench/profiling.py`): one more pass of each variant over the same "
     "sentences through OpenNMT-py's whole pipeline (reading, transforms, batching and writing included, the "
     "same for every variant), its counts divided by the calls of the translator's `_decode_and_generate` (one "
     "per decoding step of a batch). aten ops: every `aten::` "

@@ -9,10 +9,10 @@ import time
 
 from tqdm import tqdm
 
-from onmt_optimal.bench.render import speed_range
-from onmt_optimal.bench.rounds import count_fields, count_round, run_round
-from onmt_optimal.bench.timers import PartTimer
-from onmt_optimal.bench.variants import VARIANTS, search
+from onmt_optimal_lab.bench.render import speed_range
+from onmt_optimal_lab.bench.rounds import count_fields, count_round, run_round
+from onmt_optimal_lab.bench.timers import PartTimer
+from onmt_optimal_lab.bench.variants import VARIANTS, search
 from onmt_optimal.adapter.lines import ordered
 
 
