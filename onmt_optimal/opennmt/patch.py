@@ -1,63 +1,52 @@
-"""The one place where OpenNMT-py 3.5.1 is changed. Every change is a substitution of a module attribute.
+"""Where the search enters OpenNMT-py 3.5.1: its seams. Every change is a substitution of a module attribute.
 
 ``apply()``, called when ``onmt`` is first imported (see ``hook``) or explicitly, may run any number of times: it
 leaves an attribute that already holds one of our functions (``import_hook.ours``) as it is, so a second call
 changes nothing and a call after OpenNMT-py's modules are imported afresh patches the new ones:
 
-* ``torch.load`` safety: allow ``argparse.Namespace``, the only non-tensor global in an OpenNMT checkpoint, so
-  checkpoints load on torch >= 2.6 with ``weights_only`` left on;
 * ``onmt.opts.translate_opts`` (and its from-imported copies in ``onmt.bin.translate`` and
   ``onmt.utils.scoring_utils``) also adds our flag group, so CLI and YAML accept the flags;
 * ``ArgumentParser.validate_translate_opts`` also validates our flags' values (one-line errors, before model
   loading), and with none of them accepts what stock accepts (the server and training call it with placeholder
   files); the checks of the command's own files are ``onmt_translate``'s (``apply_cli``);
-* ``onmt.translate.translator.Translator`` becomes ``CertifiedTranslator`` (``build_translator`` looks the
-  name up at call time), once, when the first translator is built (see below);
-* ``onmt.inputters.dynamic_iterator.process`` keeps empty source lines at inference;
-* ``onmt.model_builder.load_test_model`` reports a file that is not an OpenNMT checkpoint in one line, where
-  onmt-optimal's entry points load (``checkpoint.one_line``);
-* ``onmt.translate.translator.build_translator`` hands the translator ``-output`` as an ``output.RunOutput``:
-  written to a temporary file and renamed into place with ``-stats_file`` once the translation has ended
-  (``atomic``); stock opens (and so empties) it before the model loads, so a failed load, a missing ``-src``, a
-  full disk or Ctrl-C lost the previous output;
-* ``onmt.inputters.text_corpus.ParallelCorpus.load`` says which line of ``-src`` is not UTF-8 (``source``).
+* ``onmt.translate.translator.build_translator`` (and its copies in ``onmt.utils.distributed`` and the server)
+  builds a ``CertifiedTranslator`` and hands it ``-output`` as an ``output.RunOutput``: written to a temporary
+  file and renamed into place with ``-stats_file`` once the translation has ended (``atomic``); stock opens (and
+  so empties) it before the model loads, so a failed load, a missing ``-src``, a full disk or Ctrl-C lost the
+  previous output;
+* ``onmt.translate.translator.Translator`` becomes ``CertifiedTranslator`` (``build_translator`` looks the name
+  up at call time), once, when the first translator is built (see below).
 
-The translator and the empty-line reader are imported when first called, not by ``apply``: ``apply`` runs
-when ``onmt`` finishes importing, which may be in the middle of importing one of them (whichever module of
-ours imports OpenNMT-py first). So no module of the package imports this one back: no import cycle. For the
-same reason ``Translator`` is replaced by the first ``build_translator`` call rather than by ``apply``.
+``apply()`` also makes the repairs (``repairs.apply``: stock behaviours we change that are not the search).
+The translator is imported when first called, not by ``apply``: ``apply`` runs when ``onmt`` finishes importing,
+which may be in the middle of importing one of OpenNMT-py's modules (whichever module of ours imports OpenNMT-py
+first). So no module of the package imports this one back: no import cycle. For the same reason ``Translator``
+is replaced by the first ``build_translator`` call rather than by ``apply``.
 
-``apply_cli()`` wraps ``onmt.bin.translate.main`` so those errors, a failed write, Ctrl-C and SIGTERM end the
-command with a one-line message and a non-zero exit status instead of a traceback (``failures.run``), makes the
-command line's own errors (an unknown flag or YAML key, a value of the wrong type) one line instead of a 100-line
-usage text (``onmt.bin.translate._get_parser``), and wraps ``onmt.bin.translate.translate`` so that
-``-ray_workers N`` runs on Ray (``onmt_optimal.distributed``; the workers run ``apply`` first, handed to them as
-a function), after refusing, before the model loads, what the run cannot do: an unreadable -src, an unwritable
-output, a file it writes that is one it reads (``-output`` naming the model, ``-log_file`` naming ``-src``: stock
-destroyed the input and exited 0) or another it writes (``opennmt.run_files``). With our flags on and ``-output``
-standard output (``-``, ``/dev/stdout``), the command's closing prints (``Time w/o python interpreter
-load/terminate``, ``-profile``'s table) go to stderr, so stdout holds the translations alone
-(``adapter.closing``); with none of our flags they stay where stock prints them.
+``apply_cli()`` makes the command line's repairs (``repairs.apply_cli``: one-line faults and parser errors) and
+wraps ``onmt.bin.translate.translate`` so that ``-ray_workers N`` runs on Ray (``onmt_optimal.distributed``; the
+workers run ``apply`` first, handed to them as a function), after refusing, before the model loads, what the run
+cannot do: an unreadable -src, an unwritable output, a file it writes that is one it reads (``-output`` naming
+the model, ``-log_file`` naming ``-src``: stock destroyed the input and exited 0) or another it writes
+(``opennmt.run_files``). With our flags on and ``-output`` standard output (``-``, ``/dev/stdout``), the
+command's closing prints (``Time w/o python interpreter load/terminate``, ``-profile``'s table) go to stderr, so
+stdout holds the translations alone (``adapter.closing``); with none of our flags they stay where stock prints
+them.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import sys
 
 from onmt_optimal.import_hook import mark, ours
-
-PROG = "onmt_translate"
+from onmt_optimal.opennmt import repairs
+from onmt_optimal.opennmt.repairs import PROG
 
 def apply() -> None:
-    import torch
-
-    if hasattr(torch.serialization, "add_safe_globals"):
-        torch.serialization.add_safe_globals([argparse.Namespace])  # a set: adding it again changes nothing
-
     import onmt.opts
     from onmt.utils.parse import ArgumentParser
 
+    repairs.apply()
     if not ours(onmt.opts.translate_opts):
         onmt.opts.translate_opts = _with_our_options(onmt.opts.translate_opts)
     _replace_copies("translate_opts", onmt.opts.translate_opts, ("onmt.bin.translate", "onmt.utils.scoring_utils"))
@@ -66,22 +55,8 @@ def apply() -> None:
         stock_validate = ArgumentParser.validate_translate_opts.__func__
         ArgumentParser.validate_translate_opts = classmethod(_validating_ours(stock_validate))
 
-    import onmt.translate.translator
+    import onmt.translate.translator as translator
 
-    import onmt.inputters.dynamic_iterator
-    import onmt.inputters.text_corpus
-
-    onmt.inputters.dynamic_iterator.process = _process_keeping_empty
-    corpus = onmt.inputters.text_corpus.ParallelCorpus
-    if not ours(corpus.load):
-        corpus.load = mark(_utf8_checked(corpus.load))
-
-    import onmt.model_builder
-
-    if not ours(onmt.model_builder.load_test_model):
-        onmt.model_builder.load_test_model = _checked_loader(onmt.model_builder.load_test_model)
-
-    translator = onmt.translate.translator
     if not ours(translator.build_translator):
         translator.build_translator = _certified(translator.build_translator)
     _replace_copies("build_translator", translator.build_translator,
@@ -132,25 +107,6 @@ def _validating_ours(stock_validate):
     return mark(validate_translate_opts)
 
 
-def _utf8_checked(load):
-    """``ParallelCorpus.load`` that says which line is not UTF-8 (``source.checked``, imported on first use)."""
-
-    @functools.wraps(load)
-    def load_checked(corpus, *args, **kwargs):
-        from onmt_optimal.adapter import source
-
-        return source.checked(load)(corpus, *args, **kwargs)
-
-    return load_checked
-
-
-def _process_keeping_empty(*args, **kwargs):
-    """``onmt.inputters.dynamic_iterator.process`` keeping empty source lines (``empty_lines``)."""
-    from onmt_optimal.opennmt.empty_lines import process_keeping_empty
-
-    return process_keeping_empty(*args, **kwargs)
-
-
 def _certified(build_translator):
     """``build_translator`` that builds a ``CertifiedTranslator`` (``onmt.translate.translator.Translator`` is
     looked up at call time) and hands it ``-output`` as a ``RunOutput``."""
@@ -179,116 +135,13 @@ def _use_certified_translator() -> None:
         onmt.translate.translator.Translator = CertifiedTranslator
 
 
-def _checked_loader(load_test_model):
-    """``load_test_model`` that, where onmt-optimal's entry points load (``checkpoint.one_line``), reports a
-    missing file or one that is no OpenNMT-py checkpoint as ``CheckpointError``; elsewhere it is stock's."""
-
-    @functools.wraps(load_test_model)
-    def load(opt, device_id=0, model_path=None):
-        from onmt_optimal.opennmt.checkpoint import CheckpointError, checkpoint_problem, one_line, quiet_load
-
-        if not one_line():
-            return load_test_model(opt, device_id, model_path)
-        path = model_path if model_path is not None else opt.models[0]
-        try:
-            with quiet_load():
-                return load_test_model(opt, device_id, model_path)
-        except FileNotFoundError as err:
-            raise CheckpointError(f"model file not found: {path}") from err
-        except IsADirectoryError as err:
-            raise CheckpointError(f"{path} is a directory, not an OpenNMT-py checkpoint") from err
-        except Exception as err:  # pickle/zip/key errors: whatever torch.load and onmt say about a bad file
-            problem = checkpoint_problem(path)
-            if problem is None:
-                raise  # a well-formed checkpoint failed for another reason: keep OpenNMT-py's own error
-            raise CheckpointError(f"{path} is not an OpenNMT-py checkpoint: {problem}") from err
-
-    return mark(load)
-
-
 def apply_cli() -> None:
-    """Make ``onmt_translate`` end every fault with one line on stderr and a non-zero status."""
+    """``onmt_translate``'s command line: its repairs, and ``translate`` dispatching to Ray."""
     import onmt.bin.translate as cli
 
-    if ours(cli.main):
-        return
-    stock_main = cli.main
-
-    @functools.wraps(stock_main)
-    def main():
-        from onmt_optimal import failures
-
-        return failures.run(PROG, stock_main, _describe)
-
-    cli.main = mark(main)
-    cli.translate = _dispatching(cli.translate)
-    cli._get_parser = _one_line_errors(cli._get_parser)
-
-
-def _describe(err: Exception) -> str | None:
-    """The line for a Ray worker's failure (``-ray_workers`` runs only import the cluster), else None."""
-    cluster = sys.modules.get("onmt_optimal.distributed.cluster")
-    if cluster is not None and isinstance(err, cluster.WorkerError):
-        return str(err)
-    return None
-
-
-def _one_line_errors(get_parser):
-    """``onmt.bin.translate._get_parser`` whose parser reports a bad flag, YAML key or value in one line: stock
-    configargparse prints the whole usage (over 100 lines) before the one that says what is wrong, and a
-    deprecated flag (``-int8``, ``-fp32``: its action raises ``ArgumentTypeError``) ended in a traceback; and refuses
-    a ``-save_config`` (written by the parser, which then exits) that names a file the run reads."""
-
-    @functools.wraps(get_parser)
-    def parser():
-        made = get_parser()
-
-        def error(message):
-            from onmt_optimal import failures
-
-            failures.fail(PROG, " ".join(str(message).split()) + f" ({PROG} -h lists the options)", 2)
-
-        stock_write = made.write_config_file
-
-        def write_config_file(parsed_namespace, output_file_paths, *args, **kwargs):
-            from onmt_optimal.opennmt.run_files import save_config_problem
-            from onmt_optimal.options import Settings
-
-            problem = save_config_problem(Settings.read(parsed_namespace), output_file_paths)
-            if problem:
-                from onmt_optimal import failures
-
-                failures.fail(PROG, problem, 2)
-            return stock_write(parsed_namespace, output_file_paths, *args, **kwargs)
-
-        stock_parse_known_args = made.parse_known_args
-
-        def parse_known_args(*args, **kwargs):
-            try:
-                return stock_parse_known_args(*args, **kwargs)
-            except argparse.ArgumentTypeError as err:  # a deprecated flag (-int8, -fp32): raised by its action
-                error(str(err))
-
-        # OpenNMT-py's _get_parser builds the parser itself, with no way to choose its class: its methods are
-        # replaced on this one object
-        made.error = error
-        made.parse_known_args = parse_known_args
-        _guard_config(made)
-        made.write_config_file = write_config_file
-        return made
-
-    return parser
-
-
-def _guard_config(parser) -> None:
-    """The parser's YAML ``-config`` reader, preceded by ``yaml_guard`` (alias bombs, mappings as values)."""
-    from onmt_optimal.adapter import yaml_guard
-
-    reader = getattr(parser, "_config_file_parser", None)
-    if reader is not None and type(reader).__name__ == "YAMLConfigFileParser":
-        from onmt_optimal.opennmt.server_files import PATH_OPTIONS, yaml_dest
-
-        reader.parse = yaml_guard.guarded(reader.parse, paths=PATH_OPTIONS, name_of=yaml_dest)
+    repairs.apply_cli()
+    if not ours(cli.translate):
+        cli.translate = _dispatching(cli.translate)
 
 
 def _dispatching(stock_translate):
@@ -317,4 +170,4 @@ def _dispatching(stock_translate):
 
         run(opt, prepare=apply)
 
-    return translate
+    return mark(translate)

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from onmt_optimal.adapter.decoding import RuleDecoding
-from onmt_optimal.opennmt import patch
+from onmt_optimal.opennmt import patch, repairs
 from onmt_optimal.opennmt.checkpoint import one_line_loads
 from onmt_optimal.options import OptionError
 
@@ -31,7 +31,7 @@ def parse(translate_args: list[str], writes=(), validate: bool = True):
     from onmt_optimal.opennmt.options import validate_parsed
 
     parser = _refusing_parser("onmt-optimal session")
-    patch._guard_config(parser)
+    repairs.guard_config(parser)
     translate_opts(parser)
     args = list(translate_args)
     if "-src" not in args and "--src" not in args:

@@ -7,6 +7,7 @@ the checks of ``onmt_translate``'s own files must not run there. Each side is it
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -76,3 +77,19 @@ def test_training_with_bleu_validation_runs(toy_model, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "valid BLEU" in proc.stderr or "BLEU" in proc.stderr, proc.stderr[-3000:]
     assert (tmp_path / "model_step_4.pt").exists()
+
+
+def test_multi_gpu_translation_builds_ours():
+    """``onmt.utils.distributed.spawned_infer`` (the multi-GPU translation's worker process; it needs CUDA) calls
+    its module's from-import copy of ``build_translator``: after the patch that copy is ours, the one
+    ``onmt_translate`` calls, so those processes decode with the certificate too."""
+    import onmt.translate.translator
+    import onmt.utils.distributed
+
+    from onmt_optimal.import_hook import ours
+    from onmt_optimal.opennmt import patch
+
+    patch.apply()
+    assert ours(onmt.utils.distributed.build_translator)
+    assert onmt.utils.distributed.build_translator is onmt.translate.translator.build_translator
+    assert "build_translator(" in inspect.getsource(onmt.utils.distributed.spawned_infer)
