@@ -23,7 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from onmt_optimal_lab import cli
+
+ROOT = cli.ROOT
 LAUNCH = ("import argparse,torch; torch.set_num_threads(1); torch.serialization.add_safe_globals([argparse.Namespace]);"
           " from onmt.bin.translate import main; main()")
 
@@ -52,10 +54,7 @@ def run(variant: str, src: Path, out: Path, args) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    parser.add_argument("--lines", type=int, default=300)
-    parser.add_argument("--beam", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=32)
+    cli.tvsub_options(parser)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -63,9 +62,7 @@ def main() -> None:
     times = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        src = tmp / "src"
-        lines = (Path(args.data) / "tvsub-zh-en" / "test.zh").read_text(encoding="utf-8").splitlines()[:args.lines]
-        src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        src = cli.first_lines(args.data, args.lines, tmp)
         for r in range(args.rounds):
             order = variants[r % 3:] + variants[:r % 3]
             for v in order:

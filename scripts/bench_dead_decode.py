@@ -10,7 +10,6 @@ variant the median over rounds of stock's time over the variant's, with the lowe
 from __future__ import annotations
 
 import argparse
-import argparse as _argparse
 import os
 import statistics
 import sys
@@ -18,21 +17,17 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from onmt_optimal_lab import cli
+
+ROOT = cli.ROOT
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    parser.add_argument("--lines", type=int, default=300)
-    parser.add_argument("--beam", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=32)
+    cli.tvsub_options(parser)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(1)
-    torch.serialization.add_safe_globals([_argparse.Namespace])
+    cli.one_torch_thread()
     from onmt.bin.translate import main as translate
 
     from onmt_optimal.opennmt.translator import CertifiedTranslator
@@ -52,9 +47,7 @@ def main() -> None:
     times = {v: [] for v in variants}
     os.chdir(ROOT)
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "src"
-        lines = (Path(args.data) / "tvsub-zh-en" / "test.zh").read_text(encoding="utf-8").splitlines()[:args.lines]
-        src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        src = cli.first_lines(args.data, args.lines, tmp)
         outputs = {}
         for r in range(args.rounds):
             for v in variants[r % 3:] + variants[:r % 3]:

@@ -13,24 +13,22 @@ import argparse
 import sys
 from pathlib import Path
 
+from onmt_optimal_lab import cli
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--lines", type=int, default=64)
-    p.add_argument("--beams", default="1,5,10")
     p.add_argument("--batches", default="1,16")
-    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--max-new-tokens", type=int, default=48)
-    p.add_argument("--train-steps", type=int, default=400)
     p.add_argument("--models", default="marian,gpt2")
-    p.add_argument("--length-penalties", default="0,1")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--model-dir", type=Path, help="trained models (DIR/marian, DIR/gpt2) instead of the synthetic task")
     p.add_argument("--src", type=Path, help="with --model-dir: the source sentences, one a line")
     p.add_argument("--max-seconds", type=float, help="start no row after this many seconds (the rows done are written)")
     p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
                    help="the models' weights after training (both searches decode the same converted model)")
-    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "benchmarks" / "RESULTS-hf.md")
+    cli.bench_options(p, beams="1,5,10", rounds=3, train_steps=400, out="RESULTS-hf.md")
     args = p.parse_args(argv)
     if args.device == "cuda":
         import torch
@@ -41,16 +39,11 @@ def main(argv=None) -> int:
         from onmt_optimal_lab.bench import hf as bench
     except ImportError as err:
         p.error(f"transformers and tokenizers are needed (requirements-hf.txt): {err}")
-    try:
-        beams = [int(x) for x in args.beams.split(",")]
-        batches = [int(x) for x in args.batches.split(",")]
-    except ValueError:
-        p.error("--beams and --batches take comma-separated integers")
+    batches = cli.comma_list(p, "--batches", args.batches)
+    beams, penalties = cli.bench_lists(p, args)
     models = args.models.split(",")
     if not set(models) <= {"marian", "gpt2"}:
         p.error("--models takes marian and/or gpt2")
-    if not args.out.parent.is_dir():
-        p.error(f"--out {args.out}: directory {args.out.parent} does not exist")
     src = None
     if args.model_dir is not None:
         missing = [m for m in models if not (args.model_dir / m / "config.json").is_file()]
@@ -64,8 +57,7 @@ def main(argv=None) -> int:
         except (OSError, UnicodeDecodeError) as err:
             p.error(f"--src {args.src}: {err}")
     results = bench.run(args.lines, beams, batches, args.rounds, args.max_new_tokens, args.train_steps, models,
-                        [float(x) for x in args.length_penalties.split(",")],
-                        log=lambda line: print(line, file=sys.stderr, flush=True), model_dir=args.model_dir,
+                        penalties, log=cli.log, model_dir=args.model_dir,
                         src=src, device=args.device, max_seconds=args.max_seconds, dtype=args.dtype)
     bench.write(results, args.out)
     print(bench.render(results))

@@ -7,31 +7,19 @@ Writes benchmarks/RESULTS-vllm.md and benchmarks/RESULTS-vllm.json (or --out PAT
 """
 import argparse
 import sys
-from pathlib import Path
 
+from onmt_optimal_lab import cli
 from onmt_optimal_lab.bench import vllm as bench
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--prompts", type=int, default=16)
-    p.add_argument("--beams", default="4,8")
-    p.add_argument("--length-penalties", default="0,1")
-    p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--max-tokens", type=int, default=32)
-    p.add_argument("--train-steps", type=int, default=300)
-    p.add_argument("--out", type=Path,
-                   default=Path(__file__).resolve().parent.parent / "benchmarks" / "RESULTS-vllm.md")
+    cli.bench_options(p, beams="4,8", rounds=2, train_steps=300, out="RESULTS-vllm.md")
     args = p.parse_args(argv)
-    try:
-        beams = [int(x) for x in args.beams.split(",")]
-        penalties = [float(x) for x in args.length_penalties.split(",")]
-    except ValueError:
-        p.error("--beams takes comma-separated integers, --length-penalties comma-separated numbers")
-    if not args.out.parent.is_dir():
-        p.error(f"--out {args.out}: directory {args.out.parent} does not exist")
-    results = bench.run(args.prompts, beams, penalties, args.rounds, args.max_tokens, args.train_steps,
-                        log=lambda line: print(line, file=sys.stderr, flush=True))
+    beams, penalties = cli.bench_lists(p, args)
+    results = bench.run(args.prompts, beams, penalties, args.rounds, args.max_tokens, args.train_steps, log=cli.log)
     bench.write(results, args.out)
     print(bench.render(results))
     return 0

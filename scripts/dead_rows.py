@@ -14,32 +14,27 @@ is needed), and writes one JSON summary (``--json``).
 from __future__ import annotations
 
 import argparse
-import argparse as _argparse
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from onmt_optimal_lab import cli
+
+ROOT = cli.ROOT
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    parser.add_argument("--lines", type=int, default=300)
-    parser.add_argument("--beam", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=32)
+    cli.tvsub_options(parser)
     parser.add_argument("--reward", type=float, default=0.0)
     parser.add_argument("--ratio", type=float, default=1.3059)
     parser.add_argument("--n-best", type=int, default=1)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
 
-    import torch
-
-    torch.set_num_threads(1)
-    torch.serialization.add_safe_globals([_argparse.Namespace])
+    cli.one_torch_thread()
     from onmt_optimal.search import step as step_module
 
     counts = {"rows_decoded": 0, "dead_rows": 0, "live_rows": 0, "needed_rows": 0, "steps": 0, "first_step_rows": 0,
@@ -67,9 +62,7 @@ def main() -> None:
 
     step_module.step = counting
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "src"
-        lines = (Path(args.data) / "tvsub-zh-en" / "test.zh").read_text(encoding="utf-8").splitlines()[:args.lines]
-        src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        src = cli.first_lines(args.data, args.lines, tmp)
         argv = ["onmt_translate", "-config", str(ROOT / "configs/tvsub-zh-en/translate.yaml"), "-src", str(src),
                 "-output", str(Path(tmp) / "hyp"), "-beam_size", str(args.beam), "-batch_size", str(args.batch),
                 "-n_best", str(args.n_best), "-stopping", "optimal", "-log_file", os.devnull]

@@ -1,0 +1,79 @@
+"""What the lab's command lines (``scripts/bench*.py``, ``scripts/dead_rows.py``) share: their common options,
+their comma-separated lists read or refused in one line, the check that ``--out`` has a folder to go to, and the
+log line to stderr.
+
+``tvsub_options`` and ``first_lines`` are the options and the input of the scripts that decode the shipped TVsub
+LSTM on the first lines of TVsub test (``--data``, ``--lines``, ``--beam``, ``--batch``).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+#: the clone's root, where ``configs/``, ``models/`` and ``benchmarks/`` are
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def comma_list(parser: argparse.ArgumentParser, option: str, text: str, kind=int) -> list:
+    """``text`` ("4,8") as a list of ``kind``; anything else is ``parser``'s one-line error naming ``option``."""
+    try:
+        return [kind(x) for x in text.split(",")]
+    except ValueError:
+        parser.error(f"{option} takes comma-separated {'integers' if kind is int else 'numbers'}: {text!r}")
+
+
+def check_out(parser: argparse.ArgumentParser, out: Path) -> None:
+    """``--out``'s folder must exist: the run is refused before it starts, not after."""
+    if not out.parent.is_dir():
+        parser.error(f"--out {out}: directory {out.parent} does not exist")
+
+
+def log(line: str) -> None:
+    """A progress line to stderr, at once (stdout holds the report)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def bench_options(parser: argparse.ArgumentParser, *, beams: str, rounds: int, train_steps: int, out: str) -> None:
+    """The options of every bench of ``optimal_beam_search`` against a toolkit's own beam search: ``--beams``,
+    ``--length-penalties`` (default 0,1), ``--rounds``, ``--train-steps`` (of the model trained in the run) and
+    ``--out`` (``benchmarks/OUT`` by default); ``bench_lists`` reads them."""
+    parser.add_argument("--beams", default=beams)
+    parser.add_argument("--length-penalties", default="0,1")
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--train-steps", type=int, default=train_steps)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / out)
+
+
+def bench_lists(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[int], list[float]]:
+    """The beam sizes and the length penalties of ``bench_options``, after the check of ``--out``'s folder."""
+    beams = comma_list(parser, "--beams", args.beams)
+    penalties = comma_list(parser, "--length-penalties", args.length_penalties, float)
+    check_out(parser, args.out)
+    return beams, penalties
+
+
+def tvsub_options(parser: argparse.ArgumentParser) -> None:
+    """``--data`` (the corpora folder, default ``../shared/data`` beside the clone), ``--lines``, ``--beam`` and
+    ``--batch`` of a decode of the shipped TVsub LSTM."""
+    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    parser.add_argument("--lines", type=int, default=300)
+    parser.add_argument("--beam", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=32)
+
+
+def first_lines(data: str, lines: int, folder: Path) -> Path:
+    """The first ``lines`` lines of TVsub test (``DATA/tvsub-zh-en/test.zh``), written to ``folder/src``."""
+    src = Path(folder) / "src"
+    text = (Path(data) / "tvsub-zh-en" / "test.zh").read_text(encoding="utf-8").splitlines()[:lines]
+    src.write_text("\n".join(text) + "\n", encoding="utf-8")
+    return src
+
+
+def one_torch_thread() -> None:
+    """One torch thread, and ``argparse.Namespace`` allowed in the checkpoints ``torch.load`` reads (OpenNMT-py's
+    keep their options as one)."""
+    import torch
+
+    torch.set_num_threads(1)
+    torch.serialization.add_safe_globals([argparse.Namespace])
