@@ -82,6 +82,16 @@ class Option:
 STOPPING = ("default", "optimal", "exhaustive", "shrinking", "opennmt2017")
 BOUNDS = ("exact", "predicted")
 
+#: ``-prune_dead``'s help, ``more``: the toolkit's own cases where it does not apply
+PRUNE_DEAD_HELP = (
+    "Skip the dead rows: under -stopping optimal, run the decoder, the generator and the log-softmax only for the "
+    "live items whose bound still reaches the n_best-th best completed hypothesis kept (no descendant of the "
+    "others can enter the answer). Translations, scores and steps stay the same; each line's statistics gain "
+    "rows_skipped, and their completed (rarely stop_reason) may differ: a dead item's children are never made. "
+    "Applies with one rule, -stopping optimal, on log p, -length_reward or -bp_norm (-length_penalty none, -bound "
+    "exact); elsewhere (another -stopping, -length_penalty avg|wu, a coverage penalty, -bound predicted, "
+    "-replace_unk, -attn_debug, a copy generator, a target prefix{more}) nothing is skipped (rows_skipped 0).")
+
 TABLE: tuple[Option, ...] = (
     Option(
         "stopping", str, "default",
@@ -128,6 +138,10 @@ TABLE: tuple[Option, ...] = (
         "Write one JSON line per input sentence, in input order: decoding steps, stop reason, "
         "final score, raw log-probability, output length |y|, l, source length, completed hypotheses.",
         (OPENNMT, EOLE), metavar="PATH", client=False),
+    Option(
+        "prune_dead", bool, False, PRUNE_DEAD_HELP.format(more=""), (OPENNMT, EOLE),
+        helps=((EOLE, PRUNE_DEAD_HELP.format(more=", a decoder-only model, torch.compile, tensor parallelism")),),
+        client=False),
     Option(
         "progress", bool, False,
         "Show a progress bar on stderr (tqdm): sentences translated out of the lines of -src. Changes "

@@ -119,6 +119,9 @@ class Options:
     #: a beam of one item is the toolkit's own beam search, scored afterwards (``search.beam_of_one``, where
     #: ``adapter.batch_search.beam_of_one`` allows); False runs the core there too (the tests compare the two)
     beam_of_one: bool = True
+    #: skip the dead rows where the search and the toolkit's decode loop allow (``-prune_dead``: ``search.dead``);
+    #: every record then has ``rows_skipped`` (``search.record``)
+    prune_dead: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "rules", tuple(Rule(*rule) for rule in self.rules))  # (scoring, stopping) pairs
@@ -154,7 +157,8 @@ class Options:
         warning = n_best_warning(own, flags)
         if warning:
             sys.stderr.write(f"{prog}: warning: {warning}\n")
-        return cls(rules=flags.rules(lambda: _own_score(own, flags, global_scorer)), stats_file=flags.stats_file)
+        return cls(rules=flags.rules(lambda: _own_score(own, flags, global_scorer)), stats_file=flags.stats_file,
+                   prune_dead=flags.prune_dead)
 
     @classmethod
     def from_config(cls, config, global_scorer) -> "Options":

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Whole-process benchmark of skipping the dead rows (``search.dead``): stock OpenNMT-py against ``-stopping
-optimal`` without and with ``ONMT_OPTIMAL_PRUNE_DEAD=1``, on the shipped TVsub LSTM, each variant its own
+optimal`` without and with ``-prune_dead``, on the shipped TVsub LSTM, each variant its own
 ``onmt_translate`` process, one torch thread, the variants in turn for ``--rounds`` rounds (the order rotating).
 
 Reports per variant the median wall time and CPU time of the process (model loading included) and the median of
 its ratio to stock in the same round, and compares the outputs (optimal on log-probability returns stock's
 translations, the paper's Theorem 2; the pruned decode returns the unpruned one's, byte for byte) and the
-statistics files (every field but ``completed``). Writes a Markdown report (``--out``).
+statistics files (every field but ``completed``; the pruned run's ``rows_skipped``, summed). Writes a Markdown report (``--out``).
 
     python scripts/bench_dead.py --lines 300 --beam 10 --batch 32 --rounds 5 --out benchmarks/RESULTS-dead.md
 """
@@ -32,7 +32,6 @@ LAUNCH = ("import argparse,torch; torch.set_num_threads(1); torch.serialization.
 
 def run(variant: str, src: Path, out: Path, args) -> tuple[float, float]:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-    env.pop("ONMT_OPTIMAL_PRUNE_DEAD", None)
     argv = [sys.executable, "-c", LAUNCH, "-config", str(ROOT / "configs/tvsub-zh-en/translate.yaml"),
             "-src", str(src), "-output", str(out / f"{variant}.hyp"), "-beam_size", str(args.beam),
             "-batch_size", str(args.batch), "-log_file", os.devnull]
@@ -41,7 +40,7 @@ def run(variant: str, src: Path, out: Path, args) -> tuple[float, float]:
     else:
         argv += ["-stopping", "optimal", "-stats_file", str(out / f"{variant}.stats")]
         if variant == "optimal+prune":
-            env["ONMT_OPTIMAL_PRUNE_DEAD"] = "1"
+            argv.append("-prune_dead")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -74,6 +73,7 @@ def main() -> None:
         b = [json.loads(x) for x in (tmp / "optimal+prune.stats").read_text().splitlines()]
         differ = {k: sum(x[k] != y[k] for x, y in zip(a, b)) for k in a[0]}
         completed = (sum(x["completed"] for x in a), sum(y["completed"] for y in b))
+        skipped = sum(y["rows_skipped"] for y in b)
         steps = statistics.mean(x["steps"] for x in a)
     rows = []
     for v in variants:
@@ -102,7 +102,7 @@ def main() -> None:
         f"`optimal+prune` writes `optimal`'s: {'yes' if same_pruned else 'NO'} (byte for byte).",
         f"- Statistics of `optimal+prune` against `optimal`, lines that differ per field (of {len(a)}): "
         + ", ".join(f"{k} {n}" for k, n in differ.items()) + f". `completed` summed: {completed[0]} against "
-        f"{completed[1]}. Mean steps: {steps:.2f}.",
+        f"{completed[1]}. Mean steps: {steps:.2f}. Rows skipped (`rows_skipped`, summed): {skipped}.",
         "",
         f"Command: `{command}`",
         "",

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Decode time of skipping the dead rows (``search.dead``), in one process: stock OpenNMT-py against ``-stopping
-optimal`` without and with ``ONMT_OPTIMAL_PRUNE_DEAD=1`` on the shipped TVsub LSTM, one torch thread. Each variant
+optimal`` without and with ``-prune_dead`` on the shipped TVsub LSTM, one torch thread. Each variant
 runs ``onmt_translate``'s main in turn (the order rotating by round); the time is the decoding thread's CPU time
 inside ``translate_batch`` (encoder, decoding loop, search, results), without loading the model. Prints per
 variant the median over rounds of stock's time over the variant's, with the lowest and highest round.
@@ -57,9 +57,8 @@ def main() -> None:
                             "-log_file", os.devnull]
                 if v != "stock":
                     sys.argv += ["-stopping", "optimal"]
-                os.environ.pop("ONMT_OPTIMAL_PRUNE_DEAD", None)
                 if v == "optimal+prune":
-                    os.environ["ONMT_OPTIMAL_PRUNE_DEAD"] = "1"
+                    sys.argv.append("-prune_dead")
                 spent[0] = 0.0
                 translate()
                 times[v].append(spent[0])

@@ -39,8 +39,8 @@ rule's.
 """
 from __future__ import annotations
 
-import os
 from abc import ABCMeta, abstractmethod
+from dataclasses import replace
 
 import torch
 
@@ -54,15 +54,6 @@ from onmt_optimal.search.top_k import TopK
 #: the toolkits' mask for completed items (beam_search.py); their children never outrank a real item
 FINISHED_MASK = -65504.0
 
-#: the environment variable that asks for the dead rows to be skipped in a process (``search.dead``; ``1``,
-#: ``true``, ``yes``, ``on``, any case), where ``LineageBeamSearch.prune_dead`` is None
-PRUNE_DEAD_ENV = "ONMT_OPTIMAL_PRUNE_DEAD"
-
-
-def prune_dead_requested() -> bool:
-    """Does the environment ask for the dead rows to be skipped (``PRUNE_DEAD_ENV``)?"""
-    return os.environ.get(PRUNE_DEAD_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
 
 class LineageBeamSearch(metaclass=ABCMeta):
     """Mixin for a ``BeamSearch`` of OpenNMT's lineage, with rules ``[(scoring, stopping), ...]`` that share its
@@ -70,11 +61,12 @@ class LineageBeamSearch(metaclass=ABCMeta):
 
     #: the toolkit's contract (``contract.OPENNMT_PY_CONTRACT``, ``contract.EOLE_CONTRACT``)
     CONTRACT: contract.Contract
-    #: ask for the dead rows to be skipped (``search.dead``; off by default: the record's ``completed`` and, rarely,
-    #: ``stop_reason`` may differ, the answers, scores and steps do not). Where it holds (``prunes``), each step also
-    #: reads which rows the next one must decode, with its one read, and the toolkit's decode loop decodes only those
-    #: (``rows_to_decode``). None: as the environment says (``prune_dead_requested``: ``ONMT_OPTIMAL_PRUNE_DEAD=1``)
-    prune_dead: bool | None = None
+    #: ask for the dead rows to be skipped (``search.dead``; ``-prune_dead``, off by default: the record's
+    #: ``completed`` and, rarely, ``stop_reason`` may differ, the answers, scores and steps do not). The toolkit's
+    #: translator sets it where its decode loop decodes only the rows ``rows_to_decode`` names. Where it holds
+    #: (``prunes``), each step also reads which rows the next one must decode, with its one read, and each record
+    #: handed over says how many rows its example's decode skipped (``Record.rows_skipped``)
+    prune_dead: bool = False
 
     def _init_search(self, rules: list, eos: int, top_k: TopK, host: torch.device | str | None) -> None:
         """Once the toolkit's constructor has run: check its members (``contract``). ``eos``: the end token the
@@ -126,6 +118,8 @@ class LineageBeamSearch(metaclass=ABCMeta):
         if self.prunes:  # before step 1 each beam's first item is its one live item
             self._needed = [[j == 0 for j in range(beam)]] * B
             self._done = [False] * B
+            #: (B,) on the host, by example (``_batch_offset``): the rows its decode skipped so far
+            self._rows_skipped = torch.zeros(B, dtype=torch.long)
 
     # ------------------------------------------------------------------ one step
     @abstractmethod
@@ -236,8 +230,7 @@ class LineageBeamSearch(metaclass=ABCMeta):
         """Will this search skip its dead rows (``prunes``, decided as ``initialize`` runs; the toolkit's decode loop
         asks before)? Where ``prune_dead`` asks for it and ``search.dead.eligible`` holds, with no length or coverage
         penalty in the beam's ranking and no attention; the toolkit's loop adds its own conditions."""
-        wanted = prune_dead_requested() if self.prune_dead is None else self.prune_dead
-        return bool(wanted and dead.eligible(self.rules) and not self.return_attention
+        return bool(self.prune_dead and dead.eligible(self.rules) and not self.return_attention
                     and not getattr(self, "_cov_pen", False) and not self.global_scorer.has_len_pen)
 
     def rows_to_decode(self, device, least: int = 1) -> tuple[torch.Tensor, int]:
@@ -245,13 +238,17 @@ class LineageBeamSearch(metaclass=ABCMeta):
         tensors, as they are after ``update_finished``, that the next step decodes, in order: the ``n`` it needs
         (``search.dead.needed``) and, where they are fewer than ``least``, as many others as make ``least`` rows
         (where there are), whose log-probabilities, at most 0, are as good as any (``search.dead.spread``). Made
-        from the step's read, on the host."""
+        from the step's read, on the host; each example's rows not in ``rows`` are counted as skipped by its decode
+        (the toolkit's loop decodes exactly ``rows`` next)."""
         flags = torch.tensor([row for row, done in zip(self._needed, self._done) if not done],
                              dtype=torch.bool).view(-1)
         rows = flags.nonzero().view(-1)
         n = rows.shape[0]
         if n < least:
             rows = torch.cat([rows, (~flags).nonzero().view(-1)[: least - n]]).sort().values
+        beam = self.beam_size
+        decoded = torch.bincount(rows // beam, minlength=flags.shape[0] // beam)
+        self._rows_skipped.index_add_(0, self._batch_offset, beam - decoded)
         return rows.to(device, non_blocking=True), n
 
     # ------------------------------------------------------------------ examples leave the batch
@@ -334,6 +331,9 @@ class LineageBeamSearch(metaclass=ABCMeta):
         for row, per_rule in zip(leaving, answers):
             b = batch_of[row]
             per_rule = [self._fix_answer(result) for result in per_rule]
+            if self.prunes:
+                skipped = int(self._rows_skipped[b])
+                per_rule = [replace(result, rows_skipped=skipped) for result in per_rule]
             first = per_rule[0]
             for k, (score, tokens) in enumerate(first.hypotheses):
                 self.scores[b].append(score)

@@ -32,6 +32,7 @@ from onmt_optimal.opennmt.output import RunOutput
 from onmt_optimal.options import Options, read_parsed
 from onmt_optimal.progress import count_lines, sentence_bar
 from onmt_optimal.search import dead
+from onmt_optimal.search.record import with_rows_skipped
 
 
 class CertifiedTranslator(RecordKeeping, Translator):
@@ -70,6 +71,8 @@ class CertifiedTranslator(RecordKeeping, Translator):
             self._check_contract()
             results, stats, rule_results = self._certified(batch, attn_debug, search)
         self._answer_empty_lines(batch, results, stats, rule_results, search)
+        if stats is not None:  # with -prune_dead every record says how many rows its decode skipped
+            stats, rule_results = (with_rows_skipped(records, search.prune_dead) for records in (stats, rule_results))
         self._keep_records(batch, stats, rule_results)
         if self.with_score:  # stock hands out Python floats here and then calls .item() on them
             results["scores"] = [[torch.as_tensor(s) for s in scores] for scores in results["scores"]]
@@ -84,16 +87,18 @@ class CertifiedTranslator(RecordKeeping, Translator):
         else:
             strategy = batch_search.build(CertifiedBeamSearch, self, search, len(batch["srclen"]),
                                           batch_search.max_length(self, batch), attn_debug)
+            # the dead rows are skipped by ``_decode_needed_rows``, which has no copy generator and no target prefix
+            strategy.prune_dead = search.prune_dead and not self.copy_attn and not self.tgt_file_prefix
             with torch.no_grad():
                 results = self._translate_batch_with_strategy(batch, strategy)
             stats, rule_results = strategy.search_stats, strategy.rule_results
         return results, stats, rule_results if search.collect else None
 
     def _translate_batch_with_strategy(self, batch, decode_strategy):
-        """Stock's decode loop, or, where the search skips its dead rows (``LineageBeamSearch.prunes``, with no
-        copy generator and no target prefix), ``_decode_needed_rows``."""
-        if isinstance(decode_strategy, CertifiedBeamSearch) and not self.copy_attn and not self.tgt_file_prefix \
-                and decode_strategy.will_prune():
+        """Stock's decode loop, or, where the search skips its dead rows (``-prune_dead``:
+        ``LineageBeamSearch.prunes``, asked for by ``_certified`` with no copy generator and no target prefix),
+        ``_decode_needed_rows``."""
+        if isinstance(decode_strategy, CertifiedBeamSearch) and decode_strategy.will_prune():
             return self._decode_needed_rows(batch, decode_strategy)
         return super()._translate_batch_with_strategy(batch, decode_strategy)
 

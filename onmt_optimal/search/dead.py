@@ -53,7 +53,16 @@ What may differ is what the certificate's answer does not read: which non-matter
 slots. A dead item's child that would have ended with EOS in the unpruned search is never made, so the record's
 ``completed`` (completed hypotheses seen) can be smaller, and where the unpruned search had no live item left at
 its stop (``all_finished``) the pruned one may still hold a live non-mattering item (``certificate``), or the
-other way round. This is why pruning is an option, off by default (``adapter.beam_search.LineageBeamSearch.prune_dead``, or ``ONMT_OPTIMAL_PRUNE_DEAD=1`` in a process).
+other way round. This is why pruning is an option, off by default (``-prune_dead``, ``option_table``; in code
+``options.Options.prune_dead``, which the translators hand to ``adapter.beam_search.LineageBeamSearch.prune_dead``).
+Where it is asked for but does not hold, nothing is skipped and nothing else changes; each record then says it
+skipped 0 rows (``search.record``'s ``rows_skipped``).
+
+**Where the decoder's rows go.** OpenNMT-py's and eole's decode loops (``opennmt.translator``,
+``eole.translator``: ``_decode_needed_rows``) keep the decoder's state (an RNN's hidden state, a transformer's
+per-row cache) for the decoded rows only, and compose the beam's reorder with the compaction, so the state is
+gathered once a step, as stock does; a needed row's parent was decoded (its bound is at least its child's), so its
+state is there.
 """
 from __future__ import annotations
 

@@ -1,22 +1,21 @@
-"""End to end: ``onmt_translate -stopping optimal`` with the dead rows skipped (``ONMT_OPTIMAL_PRUNE_DEAD=1``,
-``search.dead``; the decoder runs only for the rows the search needs) against the same decode without, on a tiny
-model trained in the run (an RNN, and a transformer, whose decoder keeps a cache per row).
+"""End to end: ``onmt_translate -stopping optimal -prune_dead`` (the dead rows skipped, ``search.dead``: the decoder
+runs only for the rows the search needs) against the same decode without, in the same process, on a tiny model
+trained in the run (an RNN, and a transformer, whose decoder keeps a cache per row).
 
 The outputs (n-best lists with ``-with_score``) are byte-identical; so is every statistic of every line but
 ``completed`` (completed hypotheses seen, which counts children of dead items in the unpruned search) and
 ``stop_reason`` (``certificate`` against ``all_finished``: the live items left at the stop need not be the same
-ones), which ``search.dead``'s docstring explains; the test prints how many lines they differ on. With pruning
-asked for but not applicable (OpenNMT-py's own rule), the bytes are all equal.
+ones), which ``search.dead``'s docstring explains; the test prints how many lines they differ on. The pruned run's
+lines have one key more, ``rows_skipped``, which the unpruned run's lack. With pruning asked for but not applicable
+(OpenNMT-py's own rule), the output's bytes are all equal, and so is every statistic, each line skipping 0 rows.
 """
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from helpers import toy
-from helpers.translate_worker import Worker
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +27,6 @@ CASES = [
     ["-beam_size", "4", "-batch_size", "16", "-length_reward", "1.0", "-length_ratio", "1.1"],
     ["-beam_size", "4", "-batch_size", "1", "-bp_norm", "-length_ratio", "1.1", "-n_best", "2", "-with_score"],
 ]
-
-
-@pytest.fixture(scope="module")
-def pruning_worker(tmp_path_factory):
-    worker = Worker(tmp_path_factory.mktemp("pruned_runs"),
-                    env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", ONMT_OPTIMAL_PRUNE_DEAD="1"))
-    yield worker
-    worker.close()
 
 
 @pytest.fixture(scope="module")
@@ -66,37 +57,39 @@ def _decode(worker, model, src, out, args):
     return (out / "hyp").read_bytes(), [json.loads(line) for line in (out / "stats").read_text().splitlines()]
 
 
-def _compare(our_worker, pruning_worker, model, src, tmp_path, args):
+def _compare(worker, model, src, tmp_path, args):
     (tmp_path / "plain").mkdir()
     (tmp_path / "pruned").mkdir()
-    hyp, stats = _decode(our_worker, model, src, tmp_path / "plain", args)
-    pruned_hyp, pruned_stats = _decode(pruning_worker, model, src, tmp_path / "pruned", args)
+    hyp, stats = _decode(worker, model, src, tmp_path / "plain", args)
+    pruned_hyp, pruned_stats = _decode(worker, model, src, tmp_path / "pruned", [*args, "-prune_dead"])
     assert pruned_hyp == hyp
     differ = {"completed": 0, "stop_reason": 0}
+    skipped = 0
     for a, b in zip(stats, pruned_stats, strict=True):
+        assert "rows_skipped" not in a and list(b) == [*a, "rows_skipped"]
+        skipped += b["rows_skipped"]
         for key in a:
             if key in differ:
                 differ[key] += a[key] != b[key]
             else:
                 assert a[key] == b[key], (key, a, b)
-    print(f"{' '.join(args)}: lines of {len(stats)} whose record differs: {differ}")
-    return differ
+    print(f"{' '.join(args)}: lines of {len(stats)} whose record differs: {differ}; rows skipped {skipped}")
+    return differ, skipped
 
 
 @pytest.mark.parametrize("args", CASES, ids=" ".join)
-def test_pruned_decode_answers_as_the_unpruned_one(our_worker, pruning_worker, rnn, src, tmp_path, args):
-    differ = _compare(our_worker, pruning_worker, rnn, src, tmp_path, ["-stopping", "optimal", *args])
+def test_pruned_decode_answers_as_the_unpruned_one(our_worker, rnn, src, tmp_path, args):
+    differ, skipped = _compare(our_worker, rnn, src, tmp_path, ["-stopping", "optimal", *args])
     if args == CASES[1]:  # rows were skipped (else the comparison would pass vacuously)
-        assert differ["completed"] > 0
+        assert differ["completed"] > 0 and skipped > 0
 
 
 @pytest.mark.parametrize("args", CASES[1:3], ids=" ".join)
-def test_pruned_transformer_answers_as_the_unpruned_one(our_worker, pruning_worker, transformer, src, tmp_path,
-                                                       args):
-    _compare(our_worker, pruning_worker, transformer, src, tmp_path, ["-stopping", "optimal", *args])
+def test_pruned_transformer_answers_as_the_unpruned_one(our_worker, transformer, src, tmp_path, args):
+    _compare(our_worker, transformer, src, tmp_path, ["-stopping", "optimal", *args])
 
 
-def test_not_applicable_is_byte_identical(our_worker, pruning_worker, rnn, src, tmp_path):
-    differ = _compare(our_worker, pruning_worker, rnn, src, tmp_path,
-                      ["-stopping", "default", "-beam_size", "5", "-batch_size", "16"])
-    assert differ == {"completed": 0, "stop_reason": 0}
+def test_not_applicable_is_byte_identical(our_worker, rnn, src, tmp_path):
+    differ, skipped = _compare(our_worker, rnn, src, tmp_path,
+                               ["-stopping", "default", "-beam_size", "5", "-batch_size", "16"])
+    assert differ == {"completed": 0, "stop_reason": 0} and skipped == 0

@@ -6,9 +6,13 @@ loop does (every row computed), and computing only the rows ``rows_to_decode`` n
 answers (n-best scores and tokens), the 1-best's score, log-probability, length and the steps are identical; the
 record's ``completed`` may differ (either way) and so may ``stop_reason`` (``search.dead``'s docstring says why). The
 proof's premise that a needed row's parent was decoded, which the translator's reordering relies on, is checked at
-every step.
+every step, and so is each record's count of the rows its decode skipped (``rows_skipped``). The option itself
+(``-prune_dead``) and the statistic's form are checked at the end.
 """
 from __future__ import annotations
+
+import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -18,9 +22,13 @@ from hypothesis import strategies as st
 from helpers.synthetic import BOS, EOS, PAD, UNK, SyntheticModel, make_scorer, run_strategy
 from helpers.tiers import examples
 
-from onmt_optimal.adapter.beam_search import PRUNE_DEAD_ENV
+from onmt_optimal.errors import OptionTypeError
+from onmt_optimal.flags import Flags, check_search
+from onmt_optimal.option_table import EOLE, OPENNMT
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
+from onmt_optimal.options import Options, Settings
 from onmt_optimal.search import dead
+from onmt_optimal.search.record import OPTIONAL_STATS, STATS, Record, with_rows_skipped
 from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StockScore, WordReward
 from onmt_optimal.search.stopping import STOPPING_RULES
 from onmt_optimal.search.top_k import TopK
@@ -120,6 +128,9 @@ def test_pruned_search_answers_as_the_unpruned_one(case):
             assert a[key] == b[key], key
         # ``completed`` may differ either way: a dead item's EOS child is never made, and a needed item's child
         # that takes the freed slot may end
+        assert a.rows_skipped is None and b.rows_skipped >= 0
+    # each example's record counts the rows its decode skipped: together, every row not computed
+    assert sum(b.rows_skipped for b in pruned.search_stats) == total - computed
 
 
 def test_the_property_test_prunes_something():
@@ -161,8 +172,7 @@ def test_fill_spread_and_needed():
     assert got.tolist() == [[True, False, False]]
 
 
-def test_off_by_default(monkeypatch):
-    monkeypatch.delenv(PRUNE_DEAD_ENV, raising=False)
+def test_off_by_default():
     case = dict(rule="none", beam=3, n_best=1, max_length=5, min_length=0, block=0, reward=0.0, ratio=1.0,
                 group=None)
     search = CertifiedBeamSearch(
@@ -172,7 +182,38 @@ def test_off_by_default(monkeypatch):
         rules=[(StockScore("none"), STOPPING_RULES["optimal"]())])
     search.initialize(torch.zeros(1, 2, 1), torch.tensor([2]))
     assert not search.prunes
-    monkeypatch.setenv(PRUNE_DEAD_ENV, "1")
-    search = build(dict(case), None, 1)
+    search = build(dict(case), True, 1)
     search.initialize(torch.zeros(1, 2, 1), torch.tensor([2]))
     assert search.prunes
+
+
+@pytest.mark.parametrize("toolkit", [OPENNMT, EOLE])
+def test_the_option(toolkit):
+    """``-prune_dead``: a switch of the option table, off by default, carried by ``Options``; alone it asks for
+    nothing (stock stays stock); where pruning does not apply it is taken and changes nothing (not refused)."""
+    assert Flags.of(toolkit).prune_dead is False
+    alone = Flags.of(toolkit, prune_dead=True)
+    assert not alone.active and Options.from_records(Settings(), alone, make_scorer("none")).stock
+    for stopping in ("optimal", "default", "exhaustive", "shrinking"):
+        check_search(Flags.of(toolkit, stopping=stopping, prune_dead=True), toolkit)
+    with pytest.raises(OptionTypeError, match="^-prune_dead must be True or False"):
+        check_search(Flags.of(toolkit, stopping="optimal", prune_dead="yes"), toolkit)
+    flags = Flags.of(toolkit, stopping="optimal", prune_dead=True)
+    assert Options.from_records(Settings(), flags, make_scorer("none")).prune_dead
+    assert not Options.from_records(Settings(), Flags.of(toolkit, stopping="optimal"),
+                                    make_scorer("none")).prune_dead
+
+
+def test_rows_skipped_in_the_statistics():
+    """``rows_skipped`` is written only where a record has it (a run with ``-prune_dead``): without the option the
+    statistics file's lines are what they were; with it every record has one (0 where nothing was skipped), and it
+    crosses a process boundary (``Record.plain``) with the others."""
+    record = Record.empty(0.0)
+    assert list(json.loads(record.json(1))) == ["line", *STATS]
+    assert with_rows_skipped([record], False) == [record]
+    [[counted]] = with_rows_skipped([[record]], True)
+    assert list(json.loads(counted.json(1))) == ["line", *STATS, *OPTIONAL_STATS] and counted.rows_skipped == 0
+    seven = replace(record, rows_skipped=7)
+    assert with_rows_skipped([seven, None], True) == [seven, None]
+    assert Record.from_plain(seven.plain()).stats() == seven.stats()
+    assert Record.from_plain(record.plain()).stats() == record.stats()
