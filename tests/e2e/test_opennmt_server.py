@@ -12,13 +12,13 @@ import json
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from helpers import http_server
+from helpers import http_server, server_stats
 from helpers.one_line import one_error_line
+from helpers.server_stats import flags, records, size
 
 INPUTS = ["a b c", "p o", "k e i d", "m a n g o", "h", "b i b i b"]
 SHARED = {"beam_size": 3, "n_best": 2, "max_length": 30}
@@ -68,14 +68,6 @@ def translate(server, model_id: int, lines: list, headers=None):
     return answer
 
 
-def records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def flags(opt: dict) -> list[str]:
-    return [arg for name, value in opt.items() for arg in (f"-{name}", str(value))]
-
-
 def test_answers_and_statistics_are_onmt_translates(server, root, our_worker, toy_model, tmp_path):
     before = len(records(root / "stats.jsonl"))
     answer = translate(server, 7, INPUTS)
@@ -98,41 +90,23 @@ def test_answers_and_statistics_are_onmt_translates(server, root, our_worker, to
     assert {r["stop_reason"] for r in served} & {"certificate", "all_finished"}
 
 
+def ask(server):
+    """``server_stats``'s request: model 7 (our options, its statistics to ``stats.jsonl``)."""
+    return lambda lines, headers: translate(server, 7, lines, headers=headers)
+
+
 def test_statistics_are_appended_per_request_under_its_id(server, root):
-    stats = root / "stats.jsonl"
-    first = translate(server, 7, INPUTS[:2], headers={"X-Request-Id": "client-7"})
-    assert first.headers["x-request-id"] == "client-7"
-    kept = stats.read_bytes()
-    second = translate(server, 7, INPUTS[2:5])
-    request = second.headers["x-request-id"]
-    assert len(request) == 32 and request != "client-7"
-    assert stats.read_bytes().startswith(kept)  # the earlier records as they were
-    by_request = {}
-    for record in records(stats):
-        by_request.setdefault(record["request"], []).append(record["line"])
-    assert by_request["client-7"] == [1, 2] and by_request[request] == [1, 2, 3]
+    server_stats.check_appended_per_request(root / "stats.jsonl", ask(server), INPUTS)
     assert (root / "server.log").exists()  # log_file and stats_file both relative to models_root
     assert not (server.cwd / "stats.jsonl").exists()
 
 
 def test_concurrent_requests_append_their_records_whole(server, root):
-    stats = root / "stats.jsonl"
-    kept = stats.read_bytes() if stats.exists() else b""
-    with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(lambda k: translate(server, 7, INPUTS[:k], headers={"X-Request-Id": f"c{k}"}),
-                                range(1, 7)))
-    assert [a.headers["x-request-id"] for a in answers] == [f"c{k}" for k in range(1, 7)]
-    assert stats.read_bytes().startswith(kept)
-    new = [json.loads(line) for line in stats.read_bytes()[len(kept):].decode().splitlines()]
-    runs = [(r["request"], r["line"]) for r in new]
-    for k in range(1, 7):  # each request's records in one run, in its order
-        start = runs.index((f"c{k}", 1))
-        assert runs[start:start + k] == [(f"c{k}", n) for n in range(1, k + 1)]
-    assert len(runs) == sum(range(1, 7))
+    server_stats.check_concurrent_records_whole(root / "stats.jsonl", ask(server), INPUTS)
 
 
 def test_a_model_without_our_options_is_served_as_stock(server, root, stock_worker, toy_model, tmp_path):
-    size = (root / "stats.jsonl").stat().st_size if (root / "stats.jsonl").exists() else 0
+    before = size(root / "stats.jsonl")
     answer = translate(server, 8, INPUTS)
     assert "x-request-id" not in answer.headers
     src, out = tmp_path / "src.txt", tmp_path / "out.txt"
@@ -142,7 +116,7 @@ def test_a_model_without_our_options_is_served_as_stock(server, root, stock_work
     n_best = SHARED["n_best"]
     assert [answer.body[rank][i]["tgt"] for i in range(len(INPUTS)) for rank in range(n_best)] == \
         out.read_text().splitlines()
-    assert ((root / "stats.jsonl").stat().st_size if (root / "stats.jsonl").exists() else 0) == size
+    assert size(root / "stats.jsonl") == before
 
 
 def test_a_refused_option_of_a_clone_is_an_error_answer(server):
