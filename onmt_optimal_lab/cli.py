@@ -29,6 +29,15 @@ def check_out(parser: argparse.ArgumentParser, out: Path) -> None:
         parser.error(f"--out {out}: directory {out.parent} does not exist")
 
 
+def publish(results: dict, out: Path, markdown: str) -> None:
+    """A bench's report: ``out`` (.md, ``markdown``) and its .json (``results``) beside it, each written whole
+    (``bench.render.write_report``), and ``markdown`` on stdout."""
+    from onmt_optimal_lab.bench.render import write_report
+
+    write_report(results, out, markdown)
+    print(markdown)
+
+
 def log(line: str) -> None:
     """A progress line to stderr, at once (stdout holds the report)."""
     print(line, file=sys.stderr, flush=True)

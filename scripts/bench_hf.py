@@ -59,8 +59,7 @@ def main(argv=None) -> int:
     results = bench.run(args.lines, beams, batches, args.rounds, args.max_new_tokens, args.train_steps, models,
                         penalties, log=cli.log, model_dir=args.model_dir,
                         src=src, device=args.device, max_seconds=args.max_seconds, dtype=args.dtype)
-    bench.write(results, args.out)
-    print(bench.render(results))
+    cli.publish(results, args.out, bench.render(results))
     return 0
 
 

@@ -20,8 +20,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     beams, penalties = cli.bench_lists(p, args)
     results = bench.run(args.prompts, beams, penalties, args.rounds, args.max_tokens, args.train_steps, log=cli.log)
-    bench.write(results, args.out)
-    print(bench.render(results))
+    cli.publish(results, args.out, bench.render(results))
     return 0
 
 

@@ -26,8 +26,7 @@ def main(argv=None) -> int:
     beams, penalties = cli.bench_lists(p, args)
     results = bench.run(args.prompts, beams, penalties, clients, args.rounds, args.max_tokens, args.train_steps,
                         log=cli.log)
-    bench.write(results, args.out)
-    print(bench.render(results))
+    cli.publish(results, args.out, bench.render(results))
     return 0
 
 

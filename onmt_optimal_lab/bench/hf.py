@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import random
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,6 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
 from transformers import GPT2Config, GPT2LMHeadModel, MarianConfig, MarianMTModel, PreTrainedTokenizerFast
 
 from onmt_optimal_lab.bench import hf_models as bench_models
-from onmt_optimal_lab.bench.render import write_report
 from onmt_optimal.hf.generate import optimal_beam_search
 
 LETTERS = "abcdefghijklmnop"
@@ -122,6 +122,17 @@ def train(decoder_only: bool, steps: int, width: int = 128, seed: int = 0) -> Mo
         optim.step()
     model.eval()
     return Model("gpt2" if decoder_only else "marian", model, tok, decoder_only)
+
+
+def saved_gpt2(steps: int, prefix: str, log=print) -> tuple[Model, Path]:
+    """The synthetic task's GPT-2 trained ``steps`` steps (``train``) and saved, model and tokenizer, in a new
+    temporary folder named ``prefix...``: what an engine that loads from a folder (vLLM) is given."""
+    log(f"training the GPT-2 ({steps} steps)")
+    model = train(True, steps)
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    model.model.save_pretrained(folder)
+    model.tokenizer.save_pretrained(folder)
+    return model, folder
 
 
 VARIANTS = {
@@ -281,7 +292,3 @@ def render(results: dict) -> str:
             f"{r.get('same_as_hf_never', '-')} |")
     return "\n".join(lines) + "\n"
 
-
-def write(results: dict, out: Path) -> None:
-    """``out`` (.md) and its .json beside it, each written whole (``render.write_report``)."""
-    write_report(results, out, render(results))

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import json
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
-from onmt_optimal_lab.bench.hf import sources, train
-from onmt_optimal_lab.bench.render import write_report
+from onmt_optimal_lab.bench.hf import saved_gpt2, sources
 from onmt_optimal.vllm.beam_search import optimal_beam_search
 
 
@@ -37,11 +34,7 @@ def run(prompts_n: int = 16, beams=(4, 8), length_penalties=(0.0, 1.0), rounds: 
     from vllm import LLM
     from vllm.sampling_params import BeamSearchParams
 
-    log(f"training the GPT-2 ({train_steps} steps)")
-    model = train(True, train_steps)
-    folder = Path(tempfile.mkdtemp(prefix="bench-vllm-"))
-    model.model.save_pretrained(folder)
-    model.tokenizer.save_pretrained(folder)
+    model, folder = saved_gpt2(train_steps, "bench-vllm-", log)
     log("starting the engine")
     llm = LLM(model=str(folder), dtype="float32", enforce_eager=True, max_model_len=128, gpu_memory_utilization=0.1)
     prompts = [{"prompt_token_ids": model.tokenizer(f"{line} =").input_ids} for line in sources(prompts_n, seed=7)]
@@ -100,7 +93,3 @@ def render(results: dict) -> str:
                      f"{r['certified']} / {results['prompts']} | {r['same_answers']} |")
     return "\n".join(lines) + "\n"
 
-
-def write(results: dict, out: Path) -> None:
-    """``out`` (.md) and its .json beside it, each written whole (``render.write_report``)."""
-    write_report(results, out, render(results))

@@ -27,13 +27,11 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from onmt_optimal_lab.bench.hf import sources, train
-from onmt_optimal_lab.bench.render import write_report
+from onmt_optimal_lab.bench.hf import saved_gpt2, sources
 from onmt_optimal.vllm.serve import FIELD
 
 VARIANTS = {"stock": None, "certificate": {"stopping": "optimal"}}
@@ -110,11 +108,7 @@ def run(prompts_n: int = 16, beams=(4, 8), length_penalties=(0.0, 1.0), clients=
     import httpx
     import vllm
 
-    log(f"training the GPT-2 ({train_steps} steps)")
-    model = train(True, train_steps)
-    folder = Path(tempfile.mkdtemp(prefix="bench-vllm-serve-"))
-    model.model.save_pretrained(folder)
-    model.tokenizer.save_pretrained(folder)
+    model, folder = saved_gpt2(train_steps, "bench-vllm-serve-", log)
     log("starting the server")
     process, base = _start(folder, log)
     try:
@@ -190,7 +184,3 @@ def render(results: dict) -> str:
             f"{r['certified']} / {results['prompts']} | {r['same_answers']} |")
     return "\n".join(lines) + "\n"
 
-
-def write(results: dict, out: Path) -> None:
-    """``out`` (.md) and its .json beside it, each written whole (``render.write_report``)."""
-    write_report(results, out, render(results))
