@@ -11,17 +11,16 @@ process (``Server.start`` on a config whose models are not preloaded).
 """
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import yaml
 
-from helpers import http_server
+from helpers import http_server, server_stats
 from helpers.one_line import one_error_line
+from helpers.server_stats import flags, records, size
 
 INPUTS = ["a b c", "p o", "k e i d", "m a n g o", "h", "b i b i b"]
 SHARED = {"beam_size": 3, "max_length": 30, "n_best": 2}  # the models' config, and what each request sends
@@ -65,14 +64,6 @@ def infer(server, model: str, inputs, headers=None):
     return answer
 
 
-def records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def flags(opt: dict) -> list[str]:
-    return [arg for name, value in opt.items() for arg in (f"-{name}", str(value))]
-
-
 def predicted(worker, model: Path, tmp_path: Path, opt: dict, stats: bool):
     """``eole predict`` on INPUTS with ``opt``: each line's n-best (text, score), and its statistics records."""
     src, out, stats_file = tmp_path / "src.txt", tmp_path / "out.txt", tmp_path / "stats.jsonl"
@@ -101,45 +92,27 @@ def test_answers_and_statistics_are_eole_predicts(server, cwd, ours, kind, reque
     assert {r["stop_reason"] for r in served} & {"certificate", "all_finished"}
 
 
+def ask(server):
+    """``server_stats``'s request: the encoder-decoder with our options (its statistics to ``stats.jsonl``)."""
+    return lambda inputs, headers: infer(server, "encoder_decoder", inputs, headers=headers)
+
+
 def test_statistics_are_appended_per_request_under_its_id(server, cwd):
-    stats = cwd / "stats.jsonl"
-    first = infer(server, "encoder_decoder", INPUTS[:2], headers={"X-Request-Id": "client-7"})
-    assert first.headers["x-request-id"] == "client-7"
-    kept = stats.read_bytes()
-    second = infer(server, "encoder_decoder", INPUTS[2:5])
-    request = second.headers["x-request-id"]
-    assert len(request) == 32 and request != "client-7"
-    assert stats.read_bytes().startswith(kept)  # the earlier records as they were
-    by_request = {}
-    for record in records(stats):
-        by_request.setdefault(record["request"], []).append(record["line"])
-    assert by_request["client-7"] == [1, 2] and by_request[request] == [1, 2, 3]
+    server_stats.check_appended_per_request(cwd / "stats.jsonl", ask(server), INPUTS)
 
 
 def test_concurrent_requests_append_their_records_whole(server, cwd):
-    stats = cwd / "stats.jsonl"
-    kept = stats.read_bytes() if stats.exists() else b""
-    with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(
-            lambda k: infer(server, "encoder_decoder", INPUTS[:k], headers={"X-Request-Id": f"c{k}"}), range(1, 7)))
-    assert [a.headers["x-request-id"] for a in answers] == [f"c{k}" for k in range(1, 7)]
-    assert stats.read_bytes().startswith(kept)
-    new = [json.loads(line) for line in stats.read_bytes()[len(kept):].decode().splitlines()]
-    runs = [(r["request"], r["line"]) for r in new]
-    for k in range(1, 7):  # each request's records in one run, in its order
-        start = runs.index((f"c{k}", 1))
-        assert runs[start:start + k] == [(f"c{k}", n) for n in range(1, k + 1)]
-    assert len(runs) == sum(range(1, 7))
+    server_stats.check_concurrent_records_whole(cwd / "stats.jsonl", ask(server), INPUTS)
 
 
 def test_a_model_without_our_options_is_served_as_stock(server, cwd, stock, encoder_decoder, tmp_path):
-    size = (cwd / "stats.jsonl").stat().st_size if (cwd / "stats.jsonl").exists() else 0
+    before = size(cwd / "stats.jsonl")
     answer = infer(server, "stock", INPUTS)
     assert "x-request-id" not in answer.headers
     expected, _ = predicted(stock, encoder_decoder, tmp_path, dict(SHARED), False)
     assert [list(zip(texts, scores)) for texts, scores in zip(answer.body["predictions"], answer.body["scores"])] \
         == expected
-    assert ((cwd / "stats.jsonl").stat().st_size if (cwd / "stats.jsonl").exists() else 0) == size
+    assert size(cwd / "stats.jsonl") == before
 
 
 def test_a_model_without_our_options_answers_as_stock_eole_serve(server, encoder_decoder, tmp_path):
