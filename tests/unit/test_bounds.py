@@ -10,9 +10,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.rule_draws import RULE_AND_MODEL, scoring
 from helpers.tiers import examples
 
-from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
+from onmt_optimal.search.scoring import StepView, WordReward
 from helpers.synthetic import BOS, EOS, PAD, SyntheticModel
 
 
@@ -43,12 +44,7 @@ def walk(model, rule, prefix, log_prob, T, src_len, ancestors, checked, like_cud
 
 @settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    rule=st.sampled_from(["none", "avg", "wu", "reward", "wreward", "bp"]),
-    seed=st.integers(0, 10**6),
-    sharpness=st.sampled_from([0.3, 2.0, 8.0]),
-    eos_bias=st.floats(-3, 3),
-    T=st.integers(1, 5),
-    alpha=st.sampled_from([0.2, 0.6, 1.0, 2.0]),
+    **RULE_AND_MODEL,
     reward=st.sampled_from([0.0, 0.4, 1.2, 5.0]),
     ratio=st.sampled_from([0.3, 1.0, 1.27, 3.0]),
     src_len=st.integers(1, 6),
@@ -59,16 +55,8 @@ def test_no_completion_scores_above_any_ancestor_bound(rule, seed, sharpness, eo
     """``like_cuda``: divisions by a Python number as CUDA computes them (``StepView.divide``), as the bookkeeping
     on the host computes next to a CUDA model: admissible there too."""
     model = SyntheticModel(7, seed, eos_bias, sharpness)
-    if rule == "reward":
-        scoring = BoundedWordReward(reward, ratio)
-    elif rule == "wreward":
-        scoring = WordReward(reward)
-    elif rule == "bp":
-        scoring = BPNorm(ratio)
-    else:
-        scoring = StockScore(rule, alpha)
     checked: list = []
-    walk(model, scoring, (), 0.0, T, src_len, [], checked, like_cuda)
+    walk(model, scoring(rule, alpha, reward, ratio), (), 0.0, T, src_len, [], checked, like_cuda)
     assert checked
 
 

@@ -16,9 +16,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers.rule_draws import RULE_AND_MODEL, scoring
 from helpers.synthetic import BOS, EOS, PAD, SyntheticModel
 from helpers.tiers import examples
-from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, StepView, StockScore, WordReward
+from onmt_optimal.search.scoring import BoundedWordReward, StepView, WordReward
 
 HALF = [torch.float16, torch.bfloat16]
 
@@ -49,12 +50,7 @@ def walk(model, rule, dtype, prefix, log_prob, T, src_len, ancestors, checked):
 @settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     dtype=st.sampled_from(HALF),
-    rule=st.sampled_from(["none", "avg", "wu", "reward", "wreward", "bp"]),
-    seed=st.integers(0, 10**6),
-    sharpness=st.sampled_from([0.3, 2.0, 8.0]),
-    eos_bias=st.floats(-3, 3),
-    T=st.integers(1, 5),
-    alpha=st.sampled_from([0.2, 0.6, 1.0, 2.0]),
+    **RULE_AND_MODEL,
     reward=st.sampled_from([0.0, 0.4, 0.8, 1.2, 5.0]),
     ratio=st.sampled_from([0.3, 1.0, 1.27, 3.0]),
     src_len=st.integers(1, 6),
@@ -62,10 +58,8 @@ def walk(model, rule, dtype, prefix, log_prob, T, src_len, ancestors, checked):
 def test_no_completion_scores_above_any_ancestor_bound_in_half_precision(dtype, rule, seed, sharpness, eos_bias, T,
                                                                          alpha, reward, ratio, src_len):
     model = SyntheticModel(7, seed, eos_bias, sharpness)
-    scoring = {"reward": lambda: BoundedWordReward(reward, ratio), "wreward": lambda: WordReward(reward),
-               "bp": lambda: BPNorm(ratio)}.get(rule, lambda: StockScore(rule, alpha))()
     checked: list = []
-    walk(model, scoring, dtype, (), torch.zeros((), dtype=dtype), T, src_len, [], checked)
+    walk(model, scoring(rule, alpha, reward, ratio), dtype, (), torch.zeros((), dtype=dtype), T, src_len, [], checked)
     assert checked
 
 
