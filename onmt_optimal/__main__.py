@@ -84,7 +84,7 @@ def _ratio(args) -> None:
     from onmt_optimal.tools.length_ratio import estimate_with_model, read_corpus
 
     src, refs = read_corpus(args.src, args.refs, args.unescape_moses)
-    _warn_escapes("ratio", args, src, refs)
+    _warn_text("ratio", args, src, refs)
     if args.tokenizer is not None:
         from onmt_optimal.errors import OptionError
         from onmt_optimal.tools.length_ratio import estimate_with_tokenizer
@@ -97,48 +97,63 @@ def _ratio(args) -> None:
     print(estimate_with_model(_session(args.translate_args), src, refs))
 
 
-def _warn_escapes(command: str, args, src_lines: list[str], refs: list[list[str]]) -> None:
-    """One line on stderr when the files read without --unescape-moses look Moses-escaped."""
-    if args.unescape_moses:
-        return
-    from onmt_optimal.tools.length_ratio import escape_warning
+def _warn_text(command: str, args, src_lines: list[str], refs: list[list[str]]) -> None:
+    """One line on stderr for each problem of the files read: Moses escapes left (without --unescape-moses),
+    source and references split into tokens otherwise (``length_ratio.tokenization_warnings``)."""
+    from onmt_optimal.tools.length_ratio import escape_warning, tokenization_warnings
 
-    warning = escape_warning(args.src, args.refs, src_lines, refs)
-    if warning:
+    warnings = [] if args.unescape_moses else [escape_warning(args.src, args.refs, src_lines, refs)]
+    warnings += tokenization_warnings(args.src, args.refs, src_lines, refs)
+    for warning in filter(None, warnings):
         sys.stderr.write(f"{PROG} {command}: warning: {warning}\n")
 
 
-def _names_hf_model(argv: list[str]) -> bool:
-    """Whether ``sweep``'s arguments (before any '--') name a transformers checkpoint (``--tokenizer``/``--hf``)."""
+#: the sweep's model options that pick its toolkit (before any '--'): a transformers checkpoint, a vLLM model
+MODEL_FLAGS = {"--tokenizer": "hf", "--hf": "hf", "--vllm": "vllm"}
+
+
+def _sweep_kind(argv: list[str]) -> str | None:
+    """Which sweep ``argv`` (before any '--') asks for: "vllm", "hf", or None (OpenNMT-py and eole)."""
     head = argv[:argv.index("--")] if "--" in argv else argv
-    return any(a.split("=", 1)[0] in ("--tokenizer", "--hf") for a in head)
+    named = {MODEL_FLAGS.get(a.split("=", 1)[0]) for a in head} - {None}
+    return "vllm" if "vllm" in named else named.pop() if named else None
 
 
-def sweep(argv: list[str]) -> None:
-    if _names_hf_model(argv):
-        hf_sweep(argv)
-        return
-    parser = argparse.ArgumentParser(
-        prog="onmt-optimal sweep",
-        description="Every decoder of the paper's comparison at every beam size and reward, on a dev set: one "
-        "decode per beam size (two with the shrinking beam), the paper's baseline (opennmt2017) included. Prints a "
-        "table (decoder, b, r, BLEU, length ratio, mean steps) and the best setting as YAML options; writes JSON "
-        "rows (--out), and optionally the YAML (--yaml) and a figure (--plot). Pass the model's translate "
-        "options after '--'.")
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--refs", nargs="+", required=True)
-    parser.add_argument("--beams", default="1-20", help="e.g. 1-20 or 1,5,10")
+def _sweep_parser(description: str, beams: str, best_flags: tuple[str, ...], best_help: str,
+                  out_required: bool = False) -> argparse.ArgumentParser:
+    """The parser of a sweep with the arguments every sweep takes: the dev set, the grid, rho, the outputs (the
+    best setting's file under ``best_flags``, dest ``best``), progress and the cleaning of the text."""
+    parser = argparse.ArgumentParser(prog=f"{PROG} sweep", description=description)
+    parser.add_argument("--src", required=True, help="the dev set's inputs, a line each, as the model gets them")
+    parser.add_argument("--refs", nargs="+", required=True, help="reference files, a line per --src line")
+    parser.add_argument("--beams", default=beams, help="e.g. 1-20 or 1,5,10 (default: %(default)s)")
     parser.add_argument("--rewards", default="0,0.5,1,1.1,1.2,1.3,1.4,1.5", metavar="R,R,...",
-                        help="length rewards r, comma-separated numbers >= 0 (default: %(default)s); each r > 0 "
-                        "gives an optimal-stopping row with the bounded reward and a shrinking-beam row")
-    _table_argument(parser, BY_NAME["length_ratio"])
-    parser.add_argument("--out", required=True, help="JSON file")
-    parser.add_argument("--yaml", metavar="FILE", help="write the best setting's options as YAML for "
-                        "onmt_translate -config / eole predict -config")
+                        help="length rewards r, comma-separated numbers >= 0 (default: %(default)s): rows of optimal "
+                        "stopping with the bounded reward r at each b (OpenNMT-py, eole: for each r > 0, and a "
+                        "shrinking-beam row)")
+    _table_argument(parser, BY_NAME["length_ratio"], "--length-ratio")
+    parser.add_argument("--out", required=out_required, help="JSON file: the rows, the best one and its setting")
+    parser.add_argument(*best_flags, dest="best", metavar="FILE", help=best_help)
     parser.add_argument("--plot", metavar="FILE.png", help="draw BLEU, length ratio and mean steps against b, a "
                         "line per decoder and r (needs matplotlib: requirements-plots.txt)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
+    return parser
+
+
+def sweep(argv: list[str]) -> None:
+    kind = _sweep_kind(argv)
+    if kind is not None:
+        {"hf": hf_sweep, "vllm": vllm_sweep}[kind](argv)
+        return
+    parser = _sweep_parser(
+        "Every decoder of the paper's comparison at every beam size and reward, on a dev set: one decode per beam "
+        "size (two with the shrinking beam), the paper's baseline (opennmt2017) included. Prints a table "
+        "(decoder, b, r, BLEU, length ratio, mean steps) and the best setting as YAML options; writes JSON rows "
+        "(--out), and optionally the YAML (--yaml) and a figure (--plot). Pass the model's translate options "
+        "after '--'; for a transformers checkpoint, --tokenizer MODEL_DIR, for a vLLM model, --vllm MODEL "
+        "(sweep --vllm X --help).", "1-20", ("--yaml",), "write the best setting's options as YAML for "
+        "onmt_translate -config / eole predict -config", out_required=True)
     for option in taken_by(SWEEP, RAY):
         _table_argument(parser, option)
     parser.add_argument("translate_args", nargs=argparse.REMAINDER)
@@ -148,148 +163,147 @@ def sweep(argv: list[str]) -> None:
     failures.run(f"{PROG} sweep", lambda: _sweep_ray(args) if args.ray_workers else _sweep(args))
 
 
+def _decodes_arguments(parser, max_flag: str, batch: int) -> None:
+    """The transformers and vLLM sweeps' decode settings: the most tokens an answer takes, inputs a call."""
+    parser.add_argument(max_flag, dest="max_tokens", type=int, default=128, metavar="N",
+                        help="the most tokens an answer takes (default: %(default)s)")
+    parser.add_argument("--batch-size", type=int, default=batch, metavar="N",
+                        help="inputs a decoding call (default: %(default)s)")
+
+
 def hf_sweep(argv: list[str]) -> None:
     """``sweep --tokenizer MODEL_DIR``: the sweep of a transformers checkpoint (``tools.hf_sweep``)."""
-    parser = argparse.ArgumentParser(
-        prog="onmt-optimal sweep",
-        description="The sweep for a transformers checkpoint: the model loads once (on the CPU) and decodes the "
-        "dev set at every beam size with transformers' own rule (stopping=\"default\", its default length_penalty) "
-        "and with custom_generate=optimal_beam_search, stopping=\"optimal\" for every reward r. Prints the table "
-        "and the best setting as keyword arguments of generate; writes JSON rows (--out), the keyword arguments "
-        "(--kwargs) and a figure (--plot).")
+    parser = _sweep_parser(
+        "The sweep for a transformers checkpoint: the model loads once (on the CPU) and decodes the dev set at "
+        "every beam size with transformers' own rule (stopping=\"default\", its default length_penalty) and with "
+        "custom_generate=optimal_beam_search, stopping=\"optimal\" for every reward r. Prints the table and the "
+        "best setting as keyword arguments of generate; writes JSON rows (--out), the keyword arguments "
+        "(--kwargs) and a figure (--plot).", "1,5,10", ("--kwargs", "--yaml"),
+        "write the best setting as keyword arguments of generate")
     parser.add_argument("--tokenizer", "--hf", metavar="MODEL_DIR", required=True,
                         help="the transformers checkpoint's folder (or a Hub name in the local cache)")
-    parser.add_argument("--src", required=True, help="the inputs as the model gets them (a prompt template "
-                        "included)")
-    parser.add_argument("--refs", nargs="+", required=True)
-    parser.add_argument("--beams", default="1,5,10", help="e.g. 1-20 or 1,5,10 (default: %(default)s)")
-    parser.add_argument("--rewards", default="0,0.5,1,1.1,1.2,1.3,1.4,1.5", metavar="R,R,...",
-                        help="length rewards r, comma-separated numbers >= 0 (default: %(default)s)")
-    parser.add_argument("--length-ratio", "--ratio", dest="ratio", type=float, metavar="RHO",
-                        help="rho (default: estimated on --src/--refs as 'ratio --tokenizer' does)")
-    parser.add_argument("--max-new-tokens", type=int, default=128, metavar="N", help="(default: %(default)s)")
-    parser.add_argument("--batch-size", type=int, default=16, metavar="N", help="inputs a generate call "
-                        "(default: %(default)s)")
-    parser.add_argument("--out", help="JSON file")
-    parser.add_argument("--kwargs", "--yaml", dest="kwargs", metavar="FILE",
-                        help="write the best setting as keyword arguments of generate")
-    parser.add_argument("--plot", metavar="FILE.png", help="draw BLEU, length ratio and mean steps against b "
-                        "(needs matplotlib: requirements-plots.txt)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
-    parser.add_argument("--unescape-moses", action="store_true", help=UNESCAPE_HELP)
+    _decodes_arguments(parser, "--max-new-tokens", 16)
     args = parser.parse_args(argv)
     from onmt_optimal import failures
 
     failures.run(f"{PROG} sweep", lambda: _hf_sweep(args))
 
 
-def _hf_sweep(args) -> None:
-    """Arguments and files checked before the model loads; outputs written whole, together (``atomic``)."""
-    from onmt_optimal import atomic
-    from onmt_optimal.errors import OptionError
-    from onmt_optimal.tools import args as tool_args, hf_sweep as hf, sweep_report
-    from onmt_optimal.tools.length_ratio import RatioError, estimate_with_tokenizer, read_corpus
+def vllm_sweep(argv: list[str]) -> None:
+    """``sweep --vllm MODEL``: the sweep of a vLLM model (``tools.vllm_sweep``)."""
+    parser = _sweep_parser(
+        "The sweep for a vLLM model: one vllm.LLM starts for the whole sweep and decodes the dev set at every "
+        "beam size with vLLM's own beam search (stock BeamSearchParams) and with onmt_optimal.vllm's "
+        "optimal_beam_search, length_penalty=0, stopping=\"optimal\" for every reward r. Prints the table and the "
+        "best setting as the call that decodes with it (and a server request's fields); writes JSON rows "
+        "(--out), that call (--kwargs) and a figure (--plot).", "1,5,10", ("--kwargs",),
+        "write the best setting as the call (and the server request's fields) that decode with it")
+    parser.add_argument("--vllm", metavar="MODEL", required=True, help="the model's folder (or a Hub name)")
+    _decodes_arguments(parser, "--max-tokens", 256)
+    parser.add_argument("--dtype", help="vLLM's dtype (default: vLLM's; float32 on its CPU build)")
+    parser.add_argument("--max-model-len", type=int, metavar="N", help="vLLM's max_model_len: prompt and answer "
+                        "tokens (default: the model's)")
+    parser.add_argument("--enforce-eager", action="store_true", default=None, help="vLLM's enforce_eager (on its "
+                        "CPU build)")
+    parser.add_argument("--gpu-memory-utilization", type=float, metavar="F", help="vLLM's share of the device's "
+                        "memory (on its CPU build, of the host's, e.g. 0.1)")
+    args = parser.parse_args(argv)
+    from onmt_optimal import failures
 
-    if os.sep in args.tokenizer and not os.path.isdir(args.tokenizer):
-        raise OptionError(f"--tokenizer {args.tokenizer}: no such folder; give the checkpoint's folder")
-    beams, rewards = tool_args.parse_beams(args.beams), tool_args.parse_rewards(args.rewards)
-    tool_args.check_ratio(args.ratio, "--length-ratio")
-    for flag, value in (("--max-new-tokens", args.max_new_tokens), ("--batch-size", args.batch_size)):
+    failures.run(f"{PROG} sweep", lambda: _vllm_sweep(args))
+
+
+def _model_sweep_inputs(args, model_flag: str, model: str):
+    """The transformers and vLLM sweeps' arguments and files, checked before the model loads (``_sweep_inputs``),
+    and ``model`` a folder where it looks like a path."""
+    from onmt_optimal.errors import OptionError
+
+    if os.sep in model and not os.path.isdir(model):
+        raise OptionError(f"{model_flag} {model}: no such folder; give the checkpoint's folder")
+    for flag, value in (("--max-new-tokens" if model_flag != "--vllm" else "--max-tokens", args.max_tokens),
+                        ("--batch-size", args.batch_size)):
         if value < 1:
             raise OptionError(f"{flag} must be at least 1 (got {value})")
-    outs = [(f, p) for f, p in (("--out", args.out), ("--kwargs", args.kwargs), ("--plot", args.plot)) if p]
-    for flag, path in outs:
-        try:
-            tool_args.check_out(path, args.src, args.refs, [])
-        except OptionError as err:
-            raise OptionError(str(err).replace("--out ", f"{flag} ", 1)) from None
-    for i, (flag, path) in enumerate(outs):
-        for other, target in outs[:i]:
-            if os.path.abspath(target) == os.path.abspath(path):
-                raise OptionError(f"{flag} {path} is also {other}: name another file")
-    if args.plot is not None:
-        sweep_report.check_plot()
-    src_lines, refs = read_corpus(args.src, args.refs, args.unescape_moses)
-    _warn_escapes("sweep", args, src_lines, refs)
-    if not src_lines:
-        raise RatioError(f"--src {args.src} has no line: there is nothing to sweep")
+    return _sweep_inputs(args, [("--out", args.out), ("--kwargs", args.best), ("--plot", args.plot)])
+
+
+def _hf_sweep(args) -> None:
+    """Arguments and files checked before the model loads; outputs written whole, together (``_finish_sweep``)."""
+    from onmt_optimal.tools import hf_sweep as hf
+    from onmt_optimal.tools.length_ratio import estimate_with_tokenizer
+
+    beams, rewards, src_lines, refs = _model_sweep_inputs(args, "--tokenizer", args.tokenizer)
     model, tok = hf.load(args.tokenizer)
     rho = args.ratio if args.ratio is not None else estimate_with_tokenizer(args.tokenizer, src_lines, refs).corpus
-    result = hf.run_hf_sweep(model, tok, src_lines, refs, beams, rewards, rho, args.max_new_tokens,
+    result = hf.run_hf_sweep(model, tok, src_lines, refs, beams, rewards, rho, args.max_tokens,
                              args.batch_size, progress=not args.no_progress)
-    result["meta"] = {"model": args.tokenizer, "src": args.src, "refs": args.refs, "ratio": rho,
-                      "max_new_tokens": args.max_new_tokens, "unescape_moses": args.unescape_moses}
-    top = sweep_report.best(result["rows"])
-    result["best"] = {"row": result["rows"].index(top), "settings": hf.settings(top, rho, args.max_new_tokens)}
-    snippet = hf.snippet(top, rho, args.max_new_tokens)
-    with atomic.Outputs() as outputs:
-        for flag, path, text in (("--out", args.out, json.dumps(result, indent=1, allow_nan=False) + "\n"),
-                                 ("--kwargs", args.kwargs, snippet)):
-            if path is not None:
-                out = atomic.TextFile(outputs, flag, path)
-                out.write(text)
-                out.close()
-        if args.plot is not None:
-            sweep_report.plot(result["rows"], outputs.path("--plot", args.plot))
-        outputs.commit()
-    sys.stdout.write(sweep_report.table(result["rows"]))
-    print(f"best: {sweep_report.label(top)} (BLEU {top['bleu']:.2f}); its keyword arguments of generate:")
-    sys.stdout.write(snippet)
-    certified = [row for row in result["rows"] if row["family"] == "optimal_reward"]
-    if certified and top["family"] != "optimal_reward":
-        mine = sweep_report.best(certified)
-        print(f"best with optimal stopping: {sweep_report.label(mine)} (BLEU {mine['bleu']:.2f}): "
-              f"{hf.kwargs_line(mine, rho, args.max_new_tokens)}")
-    written = " ".join(p for _, p in outs)
-    print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s"
-          + (f" -> {written}" if written else ""))
+    _finish_sweep(args, result, rho, {"model": args.tokenizer, "max_new_tokens": args.max_tokens}, "--kwargs",
+                  lambda row: hf.settings(row, rho, args.max_tokens),
+                  lambda row: hf.snippet(row, rho, args.max_tokens),
+                  "its keyword arguments of generate", lambda row: hf.kwargs_line(row, rho, args.max_tokens))
 
 
-def _table_argument(parser, option) -> None:
-    """``option`` (``option_table``) as the sweep's ``--name`` argument."""
-    parser.add_argument(f"--{option.name_for(SWEEP).replace('_', '-')}", type=option.type,
+def _vllm_sweep(args) -> None:
+    """As ``_hf_sweep``, on one ``vllm.LLM`` (stopped at the end, however the sweep ends)."""
+    from onmt_optimal.tools import vllm_sweep as vs
+    from onmt_optimal.tools.length_ratio import estimate_with_tokenizer
+
+    beams, rewards, src_lines, refs = _model_sweep_inputs(args, "--vllm", args.vllm)
+    rho = args.ratio if args.ratio is not None else estimate_with_tokenizer(args.vllm, src_lines, refs).corpus
+    llm = vs.load(args.vllm, {key: getattr(args, key) for key in vs.ENGINE})
+    try:
+        result = vs.run_vllm_sweep(llm, src_lines, refs, beams, rewards, rho, args.max_tokens, args.batch_size,
+                                   progress=not args.no_progress)
+    finally:
+        vs.close(llm)
+    _finish_sweep(args, result, rho, {"model": args.vllm, "max_tokens": args.max_tokens}, "--kwargs",
+                  lambda row: vs.settings(row, rho, args.max_tokens),
+                  lambda row: vs.snippet(row, rho, args.max_tokens),
+                  "the call that decodes with it", lambda row: vs.call_line(row, rho, args.max_tokens))
+
+
+def _table_argument(parser, option, *aliases: str) -> None:
+    """``option`` (``option_table``) as the sweep's ``--name`` argument (and ``aliases``)."""
+    parser.add_argument(f"--{option.name_for(SWEEP).replace('_', '-')}", *aliases, type=option.type,
                         default=option.default_for(SWEEP), metavar=option.metavar_for(SWEEP),
                         help=option.help_for(SWEEP))
 
 
-def _sweep_args(args) -> tuple[list[int], list[float], list[str], list[list[str]]]:
-    """The beam sizes, rewards and files of ``sweep``'s arguments, every one checked before a model loads
-    (``tool_args``; a --src of no line is refused: no row could be written)."""
+def _sweep_inputs(args, outs: list[tuple[str, str | None]], translate_args: list[str] = ()):
+    """The beam sizes, rewards and files of a sweep's arguments, every one checked before a model loads
+    (``tool_args``): ``outs`` (``(flag, path)``, None where not asked) writable, none a file the run reads, no two
+    the same; a --src of no line is refused: no row could be written. Warnings on the text: ``_warn_text``."""
+    from onmt_optimal.options import OptionError
     from onmt_optimal.tools import args as tool_args
     from onmt_optimal.tools.length_ratio import RatioError, read_corpus
 
     beams, rewards = tool_args.parse_beams(args.beams), tool_args.parse_rewards(args.rewards)
     tool_args.check_ratio(args.ratio)
-    tool_args.check_ray(args.ray_workers, args.ray_gpus_per_worker)
-    tool_args.check_out(args.out, args.src, args.refs, args.translate_args)
-    for flag, path in (("--yaml", args.yaml), ("--plot", args.plot)):
-        if path is not None:
-            _check_extra_out(flag, path, args)
+    if hasattr(args, "ray_workers"):
+        tool_args.check_ray(args.ray_workers, args.ray_gpus_per_worker)
+    outs = [(flag, path) for flag, path in outs if path is not None]
+    for i, (flag, path) in enumerate(outs):
+        try:
+            tool_args.check_out(path, args.src, args.refs, list(translate_args))
+        except OptionError as err:
+            raise OptionError(str(err).replace("--out ", f"{flag} ", 1)) from None
+        for other, target in outs[:i]:
+            if os.path.abspath(target) == os.path.abspath(path):
+                raise OptionError(f"{flag} {path} is also {other}: name another file")
     if args.plot is not None:
         from onmt_optimal.tools.sweep_report import check_plot
 
         check_plot()
     src_lines, refs = read_corpus(args.src, args.refs, args.unescape_moses)
-    _warn_escapes("sweep", args, src_lines, refs)
+    _warn_text("sweep", args, src_lines, refs)
     if not src_lines:
         raise RatioError(f"--src {args.src} has no line: there is nothing to sweep")
     return beams, rewards, src_lines, refs
 
 
-def _check_extra_out(flag: str, path: str, args) -> None:
-    """``--yaml``/``--plot``: writable, and none of the files the run reads or writes."""
-    from onmt_optimal.options import OptionError
-    from onmt_optimal.tools import args as tool_args
-
-    try:
-        tool_args.check_out(path, args.src, args.refs, args.translate_args)
-    except OptionError as err:
-        raise OptionError(str(err).replace("--out ", f"{flag} ", 1)) from None
-    others = [("--out", args.out)] + [(f, p) for f, p in (("--yaml", args.yaml), ("--plot", args.plot))
-                                      if f != flag and p is not None]
-    for other, target in others:
-        if os.path.abspath(target) == os.path.abspath(path):
-            raise OptionError(f"{flag} {path} is also {other}: name another file")
+def _onmt_sweep_inputs(args):
+    return _sweep_inputs(args, [("--out", args.out), ("--yaml", args.best), ("--plot", args.plot)],
+                         args.translate_args)
 
 
 def _sweep(args) -> None:
@@ -301,7 +315,7 @@ def _sweep(args) -> None:
     from onmt_optimal.tools.sweep import run_sweep, sweep_decoders
 
     un = args.unescape_moses
-    beams, rewards, src_lines, refs = _sweep_args(args)
+    beams, rewards, src_lines, refs = _onmt_sweep_inputs(args)
     session = _session(args.translate_args, [("--out", args.out)])
     tool_args.parse_rewards(args.rewards, getattr(session.translator, "max_length", None))
     rho = args.ratio if args.ratio is not None else estimate_with_model(session, src_lines, refs).corpus
@@ -322,7 +336,7 @@ def _sweep_ray(args) -> None:
 
     from onmt_optimal.tools import session
 
-    beams, rewards, src_lines, refs = _sweep_args(args)
+    beams, rewards, src_lines, refs = _onmt_sweep_inputs(args)
     session.check(args.translate_args, [("--out", args.out)])
     try:
         result, rho = run_sweep_ray([a for a in args.translate_args if a != "--"], src_lines, refs, beams,
@@ -338,40 +352,56 @@ def _sweep_ray(args) -> None:
 
 
 def _write_sweep(args, result: dict, rho: float) -> None:
-    """``--out``, whole or not at all (``atomic``), strict JSON: a failed write, or a result of no row, leaves an
-    earlier file as it was."""
-    from onmt_optimal import atomic
-    from onmt_optimal.failures import Fault
-
-    if not result["rows"]:
-        raise Fault(f"the sweep gave no row; --out {args.out} was left as it was")
-    result["meta"] = {"src": args.src, "refs": args.refs, "ratio": rho, "unescape_moses": args.unescape_moses}
+    """The OpenNMT-py and eole sweep's outputs (``_finish_sweep``): the best setting as YAML options."""
     from onmt_optimal.tools import sweep_report
 
-    top = sweep_report.best(result["rows"])
-    result["best"] = {"row": result["rows"].index(top), "settings": sweep_report.settings(top, rho)}
-    text = json.dumps(result, indent=1, allow_nan=False) + "\n"
-    snippet = sweep_report.yaml_snippet(top, rho)
+    _finish_sweep(args, result, rho, {}, "--yaml", lambda row: sweep_report.settings(row, rho),
+                  lambda row: sweep_report.yaml_snippet(row, rho), "its options", certified=("optimal",))
+
+
+def _finish_sweep(args, result: dict, rho: float, meta: dict, best_flag: str, settings, snippet, what: str,
+                  line=None, certified: tuple[str, ...] = ()) -> None:
+    """Every sweep's end: ``result`` gets ``meta`` (``meta`` first, then the files and rho) and ``best`` (the row's
+    index and ``settings(row)``); ``--out``, the best setting's file (``best_flag``: ``snippet(row)``) and
+    ``--plot`` are written
+    whole or not at all, together (``atomic``; a result of no row leaves every earlier file as it was, and
+    ``--out`` is strict JSON); then the table, the best row and its setting (``what``), and, where that row stops
+    otherwise than by the certificate, the best row of optimal stopping (``certified`` families besides
+    ``optimal_reward``; ``line(row)`` its setting in a line)."""
+    from onmt_optimal import atomic
+    from onmt_optimal.failures import Fault
+    from onmt_optimal.tools import sweep_report
+
+    rows = result["rows"]
+    files = [("--out", args.out), (best_flag, args.best), ("--plot", args.plot)]
+    if not rows:
+        asked = [f"{flag} {path}" for flag, path in files if path is not None]
+        raise Fault(f"the sweep gave no row; {', '.join(asked)} {'was' if len(asked) == 1 else 'were'} left as "
+                    f"{'it was' if len(asked) == 1 else 'they were'}")
+    result["meta"] = dict(meta, src=args.src, refs=args.refs, ratio=rho, unescape_moses=args.unescape_moses)
+    top = sweep_report.best(rows)
+    result["best"] = {"row": rows.index(top), "settings": settings(top)}
+    best_text = snippet(top)
     with atomic.Outputs() as outputs:
-        out = atomic.TextFile(outputs, "--out", args.out)
-        out.write(text)
-        out.close()
-        if args.yaml is not None:
-            out = atomic.TextFile(outputs, "--yaml", args.yaml)
-            out.write(snippet)
-            out.close()
+        for (flag, path), text in zip(files, (json.dumps(result, indent=1, allow_nan=False) + "\n", best_text)):
+            if path is not None:
+                out = atomic.TextFile(outputs, flag, path)
+                out.write(text)
+                out.close()
         if args.plot is not None:
-            sweep_report.plot(result["rows"], outputs.path("--plot", args.plot))
+            sweep_report.plot(rows, outputs.path("--plot", args.plot))
         outputs.commit()
-    sys.stdout.write(sweep_report.table(result["rows"]))
-    print(f"best: {sweep_report.label(top)} (BLEU {top['bleu']:.2f}); its options:")
-    sys.stdout.write(snippet)
-    certified = [row for row in result["rows"] if row["family"] in ("optimal", "optimal_reward")]
-    if certified and top["family"] not in ("optimal", "optimal_reward"):
-        mine = sweep_report.best(certified)
-        print(f"best with optimal stopping: {sweep_report.label(mine)} (BLEU {mine['bleu']:.2f})")
-    written = " ".join(p for p in (args.out, args.yaml, args.plot) if p is not None)
-    print(f"{len(result['rows'])} rows, {result['decodes']} decodes, {result['seconds']:.0f} s -> {written}")
+    sys.stdout.write(sweep_report.table(rows))
+    print(f"best: {sweep_report.label(top)} (BLEU {top['bleu']:.2f}); {what}:")
+    sys.stdout.write(best_text)
+    mine = [row for row in rows if row["family"] in certified + ("optimal_reward",)]
+    if mine and top not in mine:
+        best_mine = sweep_report.best(mine)
+        print(f"best with optimal stopping: {sweep_report.label(best_mine)} (BLEU {best_mine['bleu']:.2f})"
+              + (f": {line(best_mine)}" if line is not None else ""))
+    written = " ".join(path for _, path in files if path is not None)
+    print(f"{len(rows)} rows, {result['decodes']} decodes, {result['seconds']:.0f} s"
+          + (f" -> {written}" if written else ""))
 
 
 def parse_beams(spec: str) -> list[int]:

@@ -11,17 +11,14 @@ the CPU) and the dev set decoded, for each beam size b:
 
 Every decode goes through ``optimal_beam_search`` so that each row has the step each input stopped at
 (``search_stats``). BLEU is sacrebleu's (``evaluate.corpus_score``) on the decoded text (special tokens skipped).
-The rows have the keys of the OpenNMT-py sweep's (``sweep.summarize``), so ``sweep_report`` prints and draws them;
-the best setting is written as the keyword arguments of ``generate`` (``kwargs_line``).
+The rows (``sweep_report.summarize``) have the keys of the OpenNMT-py sweep's, so ``sweep_report`` prints and draws
+them; the best setting is written as the keyword arguments of ``generate`` (``kwargs_line``).
 """
 from __future__ import annotations
 
-import collections
-import math
 import time
 
 from onmt_optimal.errors import OptionError
-from onmt_optimal.tools.evaluate import corpus_score
 
 __all__ = ["load", "run_hf_sweep", "settings", "kwargs_line", "parse_kwargs_line"]
 
@@ -71,32 +68,11 @@ def decode(model, tok, src_lines: list[str], beam: int, max_new_tokens: int, bat
     return out
 
 
-def _mean(values) -> float | None:
-    finite = [v for v in values if v is not None and math.isfinite(v)]
-    return sum(finite) / len(finite) if finite else None
-
-
-def summarize(family: str, beam: int, reward: float | None, records: list[dict], refs: list[list[str]]) -> dict:
-    """A row with ``sweep.summarize``'s keys (mean scores over the finite ones; None where none is)."""
-    score = corpus_score([r["text"] for r in records], refs)
-    n = len(records)
-    return {
-        "family": family, "beam": beam, "reward": reward,
-        "bleu": round(score.bleu, 4), "length_ratio": round(score.length_ratio, 5),
-        "mean_log_prob": _mean(r["log_prob"] for r in records),
-        "mean_score": _mean(r["score"] for r in records),
-        "mean_steps": sum(r["steps"] for r in records) / n,
-        "mean_length": sum(r["length"] for r in records) / n,
-        "sentences": n,
-        "stop_reasons": dict(collections.Counter(r["stop_reason"] for r in records).most_common()),
-        "signature": score.signature,
-    }
-
-
 def run_hf_sweep(model, tok, src_lines: list[str], refs: list[list[str]], beams: list[int], rewards: list[float],
                  ratio: float, max_new_tokens: int, batch_size: int = 16, progress: bool = True) -> dict:
     """Every beam size: the baseline row, then one row per reward (the order of the table)."""
     from onmt_optimal.progress import sentence_bar
+    from onmt_optimal.tools.sweep_report import summarize
 
     rows, decodes, start = [], 0, time.time()
     decoders = [("default", None, {"stopping": "default"})]

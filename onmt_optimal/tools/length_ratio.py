@@ -140,5 +140,37 @@ def escape_warning(src: str, refs: list[str], src_lines: list[str], streams: lis
     return "; ".join(found) + ": add --unescape-moses to count them as the text the model was trained on"
 
 
+def tokenization_warnings(src: str, refs: list[str], src_lines: list[str], streams: list[list[str]]) -> list[str]:
+    """One line for each way of splitting text (``text.TOKENIZED``: space-tokenized, SentencePiece or BPE
+    pieces) that the source and the references do not share: one side shows it (on at least four times as many
+    lines as show running text) and the other shows running text (as clearly). The lengths then count other
+    units on each side, and BLEU compares other forms. Each line names the files and their counts of lines."""
+    from onmt_optimal.tools.text import TOKENIZED, tokenization
+
+    def side(counts: tuple[int, int]) -> bool | None:
+        shown, against = counts
+        return True if shown and shown >= 4 * against else False if against and against >= 4 * shown else None
+
+    files = [("--src", src, src_lines)] + [("--refs", path, stream) for path, stream in zip(refs, streams)]
+    counts = [tokenization(lines) for _, _, lines in files]
+    out = []
+    for name in TOKENIZED:
+        mine = side(counts[0][name])
+        differ = [k for k in range(1, len(files)) if mine is not None and side(counts[k][name]) is (not mine)]
+        if not differ:
+            continue
+        split, running = ([0], differ) if mine else (differ, [0])
+
+        def say(ks, i):
+            return ", ".join(f"{files[k][0]} {files[k][1]} ({counts[k][name][i]} of {_lines(len(files[k][2]))})"
+                             for k in ks)
+
+        out.append(f"{say(split, 0)} {'looks' if len(split) == 1 else 'look'} {name} but {say(running, 1)} "
+                   f"{'reads' if len(running) == 1 else 'read'} as running text: the lengths count other units on "
+                   "each side (and BLEU compares other forms); give the source and the references in one form, as "
+                   "the model reads and writes text")
+    return out
+
+
 def _lines(n: int) -> str:
     return f"{n} line" + ("" if n == 1 else "s")

@@ -1,11 +1,16 @@
 """What a sweep's rows say: a table, the best setting, the options that use it, and a figure.
 
+``summarize`` makes the row of one decode of the transformers and vLLM sweeps (the OpenNMT-py and eole sweep's:
+``sweep.summarize``, with the same keys).
 ``best`` is the row of highest BLEU (the first such row, in the sweep's order, on a tie). ``settings`` turns a
 row into the options of the toolkit that decode with it: OpenNMT-py's and eole's YAML keys (``yaml_snippet``).
 ``plot`` draws BLEU, length ratio and mean steps against the beam size, one line per decoder and reward, into a
 PNG (matplotlib, ``requirements-plots.txt``).
 """
 from __future__ import annotations
+
+import collections
+import math
 
 from onmt_optimal.failures import Fault
 
@@ -25,6 +30,31 @@ class PlotError(Fault, RuntimeError):
     """``--plot`` cannot be drawn (matplotlib missing); the message is one line."""
 
     status = 2
+
+
+def _mean(values) -> float | None:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else None
+
+
+def summarize(family: str, beam: int, reward: float | None, records: list[dict], refs: list[list[str]]) -> dict:
+    """The row of one decode whose ``records`` are dicts of a ``Record``'s fields with ``text`` (the transformers
+    and vLLM sweeps), with ``sweep.summarize``'s keys (mean scores over the finite ones; None where none is)."""
+    from onmt_optimal.tools.evaluate import corpus_score
+
+    score = corpus_score([r["text"] for r in records], refs)
+    n = len(records)
+    return {
+        "family": family, "beam": beam, "reward": reward,
+        "bleu": round(score.bleu, 4), "length_ratio": round(score.length_ratio, 5),
+        "mean_log_prob": _mean(r["log_prob"] for r in records),
+        "mean_score": _mean(r["score"] for r in records),
+        "mean_steps": sum(r["steps"] for r in records) / n,
+        "mean_length": sum(r["length"] for r in records) / n,
+        "sentences": n,
+        "stop_reasons": dict(collections.Counter(r["stop_reason"] for r in records).most_common()),
+        "signature": score.signature,
+    }
 
 
 def best(rows: list[dict]) -> dict:

@@ -45,6 +45,32 @@ def moses_escaped(lines: list[str]) -> tuple[int, list[str]]:
     return count, seen
 
 
+# How a line shows that it was split into tokens (``TOKENIZED``), or that it is running text (``DETOKENIZED``).
+# Space-tokenized: a clitic split off ("don 't", "it 's"), punctuation standing alone (" ,", " ." at the end),
+# a bracket followed or preceded by a space ("( ", " )"). Running text: punctuation against the word before it
+# ("here.", "it's"). SentencePiece: a piece's word-start mark "▁". BPE: subword-nmt's joiner "@@ ".
+SPACE_TOKENIZED = "space-tokenized (\"don 't\", \" ,\", \"( \")"
+TOKENIZED = {
+    SPACE_TOKENIZED: re.compile(r"\w n't\b|\w '(?:s|t|re|ve|ll|d|m)\b| [.,!?;:](?= |$)|[(\[] \S|\S [)\]]"),
+    "split into SentencePiece pieces (\u2581)": re.compile("\u2581"),
+    "split into BPE pieces (@@)": re.compile(r"\S@@(?: |$)"),
+}
+DETOKENIZED = {SPACE_TOKENIZED: re.compile(r"[^\W\d_][.,!?;:](?=[\s)\]\"]|$)|[^\W\d_]'(?:s|t|re|ve|ll|d|m)\b")}
+
+
+def tokenization(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """For each way of ``TOKENIZED``: how many of ``lines`` show it, and how many show the opposite, running
+    text (``DETOKENIZED``; for the pieces, a line without the mark)."""
+    out = {}
+    for name, pattern in TOKENIZED.items():
+        shown = sum(1 for line in lines if pattern.search(line))
+        opposite = DETOKENIZED.get(name)
+        against = (sum(1 for line in lines if opposite.search(line)) if opposite is not None
+                   else sum(1 for line in lines if line.strip() and not pattern.search(line)))
+        out[name] = (shown, against)
+    return out
+
+
 def unescape_moses(line: str) -> str:
     """Undo Moses tokenizer escapes (HTML entities and ``@-@``-style joiners)."""
     if "@" in line:

@@ -40,6 +40,63 @@ def test_moses_escapes_are_told_and_what_the_ratio_prints():
     assert printed.split()[:2] == ["-length_ratio", "1.3059"] and "\n" not in printed
 
 
+TAIL = ("the lengths count other units on each side (and BLEU compares other forms); give the source and the "
+        "references in one form, as the model reads and writes text")
+
+
+def test_references_space_tokenized_against_running_text_are_one_line():
+    from onmt_optimal.tools.length_ratio import tokenization_warnings
+
+    src = ["Don't go.", "It's here, now.", "(See below.)", "Fine"]
+    ref = ["don 't go .", "it 's here , now .", "( see below . )", "fine"]
+    other = ["No.", "Yes, it is.", "OK.", "so"]
+    assert tokenization_warnings("dev.src", ["dev.ref", "dev.ok"], src, [ref, other]) == [
+        '--refs dev.ref (3 of 4 lines) looks space-tokenized ("don \'t", " ,", "( ") but --src dev.src (3 of 4 '
+        f"lines) reads as running text: {TAIL}"]
+    # both sides tokenized alike (TVsub: segmented Chinese, tokenized English), or no sign either way: no line
+    assert tokenization_warnings("s", ["r"], ["确定 要 这么 做 ?"], [["you sure you wanna do this ?"]]) == []
+    assert tokenization_warnings("s", ["r"], ["a b c", "d e"], [["A B C", "D E"]]) == []
+
+
+def test_sentencepiece_pieces_on_one_side_are_one_line():
+    from onmt_optimal.tools.length_ratio import tokenization_warnings
+
+    src = ["\u2581a \u2581b c", "\u2581d"]
+    assert tokenization_warnings("s", ["r0", "r1"], src, [["a bc", "d"], ["a bc", "d"]]) == [
+        f"--src s (2 of 2 lines) looks split into SentencePiece pieces (\u2581) but --refs r0 (2 of 2 lines), "
+        f"--refs r1 (2 of 2 lines) read as running text: {TAIL}"]
+    assert tokenization_warnings("s", ["r"], src, [["\u2581a \u2581bc", "\u2581d"]]) == []
+
+
+def test_bpe_pieces_on_one_side_are_one_line():
+    from onmt_optimal.tools.length_ratio import tokenization_warnings
+
+    found = tokenization_warnings("s", ["r"], ["this is", "a word"], [["th@@ is is", "a wo@@ rd"]])
+    assert found == [f"--refs r (2 of 2 lines) looks split into BPE pieces (@@) but --src s (2 of 2 lines) reads as "
+                     f"running text: {TAIL}"]
+    assert tokenization_warnings("s", ["r"], ["write to me@x.com", "at 5@@"], [["write to me@x.com", "at 5"]]) == []
+
+
+@pytest.mark.parametrize("command", [["ratio"], ["sweep", "--out", "sweep.json"]])
+def test_ratio_and_sweep_print_the_warnings_before_the_model_loads(tmp_path, command):
+    """Each problem of the files is one warning line on stderr, printed as they are read (before the model, here
+    a missing one, is loaded)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "dev.src").write_text("It's here, now.\nGo.\n")
+    (tmp_path / "dev.ref").write_text("it &apos;s here , now .\ngo .\n")
+    done = subprocess.run([sys.executable, "-m", "onmt_optimal", *command, "--src", "dev.src", "--refs", "dev.ref",
+                           "--", "-model", "missing.pt"], capture_output=True, text=True, cwd=tmp_path)
+    warnings = [line for line in done.stderr.splitlines() if ": warning: " in line]
+    name = f"onmt-optimal {command[0]}: warning: "
+    assert warnings == [name + "--refs dev.ref has 1 of 2 lines with Moses escapes (&apos;): add --unescape-moses to "
+                        "count them as the text the model was trained on",
+                        name + '--refs dev.ref (2 of 2 lines) looks space-tokenized ("don \'t", " ,", "( ") but --src '
+                        f"dev.src (2 of 2 lines) reads as running text: {TAIL}"], done.stderr[-2000:]
+    assert done.returncode != 0 and not (tmp_path / "sweep.json").exists()
+
+
 def test_corpus_score_uses_every_reference_and_checks_lengths():
     hyps = ["a b c d", "e f"]
     one = corpus_score(hyps, [["a b c d", "x y"]])
