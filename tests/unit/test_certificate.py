@@ -124,19 +124,27 @@ def test_impossible_tokens_and_beams_wider_than_the_vocabulary(case, stop):
         assert answers(strategy) == answers(decode(case, "exhaustive"))
 
 
+def case_model(case) -> SyntheticModel:
+    """The synthetic model a drawn case decodes."""
+    return SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+
+
+def reference_scorer(case, b: int):
+    """The case's rule as the reference scores a completed hypothesis ``(log p, tokens, length, ...)`` of example
+    ``b`` (its length target: the case's ratio times the example's source length)."""
+    target = case["ratio"] * case["src_lens"][b]
+    return lambda h: reference_score(case["rule"], h[0], h[2], h[3], alpha=case["alpha"], reward=case["reward"],
+                                     target=target)
+
+
 @SETTINGS
 @given(cases())
 def test_answer_is_the_best_completed_hypothesis_of_a_brute_force_beam(case):
     strategy = decode(case, "optimal")
-    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+    model = case_model(case)
     for b in range(case["batch"]):
         completed = reference_beam(model, b, case["beam"], case["max_length"])
-        target = case["ratio"] * case["src_lens"][b]
-
-        def score(h):
-            return reference_score(case["rule"], h[0], h[2], h[3], alpha=case["alpha"],
-                                   reward=case["reward"], target=target)
-
+        score = reference_scorer(case, b)
         best = best_of(completed, score)
         got_score, got_pred = strategy.scores[b][0], strategy.predictions[b][0].tolist()
         assert math.isclose(got_score, score(best), rel_tol=1e-4, abs_tol=1e-4)
@@ -160,15 +168,10 @@ def test_raw_log_prob_never_stops_later_than_default_and_agrees_on_the_1_best(ca
 @given(cases())
 def test_shrinking_beam_matches_a_plain_shrinking_beam(case):
     strategy = decode(case, "shrinking")
-    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+    model = case_model(case)
     for b in range(case["batch"]):
         completed, steps = reference_shrinking(model, b, case["beam"], case["max_length"])
-        target = case["ratio"] * case["src_lens"][b]
-
-        def score(h):
-            return reference_score(case["rule"], h[0], h[2], h[3], alpha=case["alpha"],
-                                   reward=case["reward"], target=target)
-
+        score = reference_scorer(case, b)
         best = best_of(completed, score)
         assert math.isclose(strategy.scores[b][0], score(best), rel_tol=1e-4, abs_tol=1e-4)
         assert strategy.search_stats[b]["steps"] == steps
@@ -351,7 +354,7 @@ def test_many_rules_in_one_decode_answer_as_separate_decodes(case, rewards, host
     bookkeeping next to the model or on the host)."""
     grid = [("none", "default", 0.0), ("none", "opennmt2017", 0.0), ("none", "optimal", 0.0), ("bp", "optimal", 0.0),
             ("wreward", "optimal", 0.7)] + [("reward", "optimal", r) for r in rewards]
-    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+    model = case_model(case)
     examples = list(range(case["batch"]))
     rules = [(scoring_rule(rule, reward, case["ratio"], case["alpha"]), STOPPING_RULES[stop]())
              for rule, stop, reward in grid]
@@ -524,7 +527,7 @@ def test_a_beam_of_one_is_stock_s_search_scored_afterwards(case, shrinks):
              for rule, reward in grid for stop in stops]
     for rule, _ in rules:
         rule.own = False  # scored from log p, as on a shared beam (the decode ranks by log p)
-    model = SyntheticModel(case["vocab"], case["seed"], case["eos_bias"], case["sharpness"])
+    model = case_model(case)
     examples = list(range(case["batch"]))
     common = dict(batch_size=case["batch"], pad=PAD, bos=BOS, eos=EOS, unk=UNK, start=BOS, n_best=1,
                   global_scorer=make_scorer("none"), min_length=0, max_length=case["max_length"],
