@@ -19,23 +19,30 @@ steps send only the others' beams), and the step tells vLLM's loop to stop once 
 the ``beam_width`` best completed hypotheses under the rule: a prompt that is done hands vLLM's loop exactly those
 (its ``completed`` list, no live beam), which vLLM then decodes as it decodes its own; the outputs are in the
 rule's order.
+
+With ``prune_dead=True``, a step sends the engine only the beams of a prompt that are still needed: the others
+(``dead_beams``: no descendant of theirs can enter the answer) are left out of the ``instance.beams`` vLLM's step
+reads, so the engine never computes them and vLLM's step never makes their children. The answers and the steps
+are the same (``dead_beams``' proof); the record says how many beams each prompt's decode did not send
+(``rows_skipped``) and its ``completed`` may be smaller.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from onmt_optimal.option_table import VLLM, taken_by
-from onmt_optimal.vllm import internals, options
+from onmt_optimal.option_table import BY_NAME, VLLM, taken_by
+from onmt_optimal.vllm import dead_beams, internals, options
 from onmt_optimal.vllm.output import OptimalBeamSearchOutput
 from onmt_optimal.vllm.prompts import Prompts
 
 #: the search's keyword arguments and their defaults (``option_table``)
-_DEFAULTS = {o.name: o.default_for(VLLM) for o in taken_by(VLLM)}
+_DEFAULTS = {o.name: o.default_for(VLLM) for o in (*taken_by(VLLM), BY_NAME["prune_dead"])}
 
 
 def optimal_beam_search(llm, prompts, params, lora_request=None, use_tqdm=False, concurrency_limit=None, *,
                         stopping=_DEFAULTS["stopping"], length_reward=_DEFAULTS["length_reward"],
-                        length_ratio=_DEFAULTS["length_ratio"], bp_norm=_DEFAULTS["bp_norm"]):
+                        length_ratio=_DEFAULTS["length_ratio"], bp_norm=_DEFAULTS["bp_norm"],
+                        prune_dead=_DEFAULTS["prune_dead"]):
     """``llm.beam_search(prompts, params, lora_request, use_tqdm, concurrency_limit)`` with the certificate (module
     docstring): ``LLM.beam_search``'s arguments in its order, then the search's, keyword-only.
 
@@ -43,40 +50,48 @@ def optimal_beam_search(llm, prompts, params, lora_request=None, use_tqdm=False,
     (run as vLLM does). The score: vLLM's ``cum_logprob / len ** length_penalty`` (``params``), unless
     ``length_reward=R`` replaces it (``log p + R * min(length_ratio * |x|, |y|)``; without ``length_ratio``,
     ``log p + R * |y|``) or ``bp_norm=True`` (BP-norm, with ``length_ratio``); ``|x|`` is the prompt's length
-    in tokens, ``|y|`` the generated tokens without the end token.
+    in tokens, ``|y|`` the generated tokens without the end token. ``prune_dead=True``: do not send the engine
+    the beams that cannot reach the answer (module docstring; where ``dead_beams.applies``), the same answers.
 
     Returns what ``LLM.beam_search`` returns, a list with one ``BeamSearchOutput`` a prompt (its ``sequences``:
     the ``beam_width`` best, best first, tokens with the prompt's, ``text`` decoded by vLLM), each an
     ``OptimalBeamSearchOutput`` that also carries ``record``, the search core's ``Record`` (``steps``,
     ``stop_reason`` as a plain string, ``score``, ``log_prob``, ``length``, ``target_length``, ``src_length``,
-    ``completed``, ``tokens``). Bad arguments raise one-line ``TypeError``/``ValueError``; a vLLM other than the
+    ``completed``, ``tokens``; with ``prune_dead=True``, ``rows_skipped``: the beams not sent, 0 where pruning
+    does not apply). Bad arguments raise one-line ``TypeError``/``ValueError``; a vLLM other than the
     tested release, one-line ``internals.UnsupportedVersion``.
     """
     internals.check_version()
     search = options.search(llm, params, stopping=stopping, length_reward=length_reward, length_ratio=length_ratio,
-                            bp_norm=bp_norm)
+                            bp_norm=bp_norm, prune_dead=prune_dead)
     if concurrency_limit is not None and (isinstance(concurrency_limit, bool)
                                           or not isinstance(concurrency_limit, int) or concurrency_limit < 1):
         raise ValueError(f"concurrency_limit must be a positive int or None, got {concurrency_limit!r}")
-    steps = _Steps(search, params.max_tokens)
+    steps = _Steps(search, params.max_tokens, params.length_penalty if dead_beams.applies(search, params) else None)
     outputs = internals.offline_search(llm, prompts, params, lora_request, use_tqdm, concurrency_limit, steps.step)
     answered = [p.answer for decode in steps.chunks for p in decode.prompts]
     if len(answered) != len(outputs) or any(answer is None for answer in answered):
         raise RuntimeError(f"vLLM's beam search answered {len(outputs)} prompts, the search "
                            f"{sum(answer is not None for answer in answered)}")
+    skipped = [steps.skipped.get(id(p.hyps), 0) if prune_dead else None for decode in steps.chunks
+               for p in decode.prompts]
     return [OptimalBeamSearchOutput(sequences=answer.sequences,
-                                    record=replace(answer.record, stop_reason=str(answer.record.stop_reason)))
-            for answer in answered]
+                                    record=replace(answer.record, stop_reason=str(answer.record.stop_reason),
+                                                   rows_skipped=n))
+            for answer, n in zip(answered, skipped)]
 
 
 class _Steps:
     """vLLM's step, wrapped (module docstring): one ``Prompts`` a chunk of prompts (``concurrency_limit``: vLLM's
-    loop runs its steps over again for each chunk), in vLLM's order."""
+    loop runs its steps over again for each chunk), in vLLM's order. ``prune``: vLLM's ``length_penalty``
+    where the dead beams are left out (``dead_beams``), else None; ``skipped``: the beams left out, by the
+    ``id`` of their prompt's instance."""
 
-    def __init__(self, search: options.Search, max_tokens: int):
-        self.search, self.T = search, max_tokens
+    def __init__(self, search: options.Search, max_tokens: int, prune: float | None = None):
+        self.search, self.T, self.prune = search, max_tokens, prune
         self.chunks: list[Prompts] = []
         self.t = 0
+        self.skipped: dict[int, int] = {}
 
     def step(self, stock, *, instances_batch: list, eos_token_id, sort_beams_key, **arguments) -> bool:
         """Step ``t`` of the chunk ``instances_batch``: vLLM's ``stock`` step on its prompts still running, then
@@ -88,6 +103,8 @@ class _Steps:
             self.t = 0
         decode = self.chunks[-1]
         self.t += 1
+        if self.prune is not None and self.t > 1:
+            self._leave_out_dead(decode)
         running = decode.running_hyps
         stock(instances_batch=running, eos_token_id=eos_token_id, sort_beams_key=sort_beams_key, **arguments)
         at_max = self.t == self.T
@@ -100,3 +117,13 @@ class _Steps:
             if id(p.hyps) in left:  # vLLM's loop answers, sorted by its key, and decodes exactly these
                 p.hyps.completed, p.hyps.beams = list(p.answer.sequences), []
         return not decode.running
+
+    def _leave_out_dead(self, decode: Prompts) -> None:
+        """Before step ``t``: each running prompt's beams that step ``t`` needs (``dead_beams.needed``) stay in
+        its ``instance.beams``, in their order; the others leave. A prompt none of whose beams is needed has been
+        certified and left (``Prompts``); were one to stay, it would keep every beam."""
+        for p, keep in zip(decode.running, dead_beams.needed(decode, self.t - 1, self.prune)):
+            if all(keep) or not any(keep):
+                continue
+            p.hyps.beams = [beam for beam, k in zip(p.hyps.beams, keep) if k]
+            self.skipped[id(p.hyps)] = self.skipped.get(id(p.hyps), 0) + len(keep) - len(p.hyps.beams)

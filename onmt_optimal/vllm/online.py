@@ -21,8 +21,14 @@ no further step, as vLLM's loop does. An engine that aborts a beam's request (``
 that step too: the live beams join ``completed``, marked ``"abort"``, and the answer is the rule's best of them.
 An engine client that stops (the server's shutdown) ends the step with vLLM's ``EngineDeadError``, where vLLM's
 loop would wait on (``internals.engine_step``).
+
+Every live beam is sent at every step, ``prune_dead`` or not (``dead_beams``: numpy's order among equal sums
+depends on the whole array, so a step sent fewer beams could order them otherwise); a search that asks for it
+says it skipped none (``rows_skipped`` 0).
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 from onmt_optimal.vllm import internals
 from onmt_optimal.vllm.options import Search
@@ -65,6 +71,8 @@ async def beam_search(serving, prompt, request_id, params, lora_request=None, tr
         if not decode.running:
             break
     answer = decode.prompts[0].answer
+    if search.prune_dead:  # asked for, never applied here (module docstring): nothing skipped
+        answer.record = replace(answer.record, rows_skipped=0)
     answered.append([answer.stats(i) for i in range(len(answer.sequences))])
     yield _output(request_id, prompt, answer, tokenizer, params)
 

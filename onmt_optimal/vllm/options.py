@@ -9,7 +9,8 @@ do; the beam itself is always
 vLLM's, ranked by its ``length_penalty`` score. Refused: ``structured_outputs`` (a grammar ends hypotheses
 without an end token, at a step the search core's lengths do not describe) and an engine whose "logprobs"
 are logits (``logprobs_mode`` ``raw_logits`` or ``processed_logits``: they can be positive, so a sum can
-rise and no bound holds).
+rise and no bound holds). ``prune_dead`` asks the offline loop not to send the dead beams to the engine
+(``dead_beams``, where it applies).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import sys
 from dataclasses import dataclass
 
 from onmt_optimal.option_table import VLLM
-from onmt_optimal.options import Flags, OptionError, check_search, score_switches
+from onmt_optimal.options import Flags, OptionError, OptionTypeError, check_search, score_switches
 from onmt_optimal.search import limits
 from onmt_optimal.search.scoring import BoundedWordReward, ScoringRule
 from onmt_optimal.search.stopping import StoppingRule
@@ -31,11 +32,12 @@ LOG_PROBABILITIES = ("raw_logprobs", "processed_logprobs")
 @dataclass(frozen=True)
 class Search:
     """One decode's rules: ``score`` ranks the answers, ``stop`` says when a prompt is done; ``n_best`` answers a
-    prompt (vLLM's ``beam_width``)."""
+    prompt (vLLM's ``beam_width``); ``prune_dead``: skip the dead beams where that holds (``dead_beams``)."""
 
     score: ScoringRule
     stop: StoppingRule
     n_best: int
+    prune_dead: bool = False
 
 
 def search(llm, params, **values) -> Search:
@@ -70,6 +72,8 @@ def flags(**values) -> Flags:
                               f"digits, beyond a float's range)")
     checked = Flags.of(VLLM, **values)
     check_search(checked, VLLM)
+    if not isinstance(checked.prune_dead, bool):  # a switch of vLLM's here, whichever toolkits the table names
+        raise OptionTypeError(f"prune_dead must be True or False (got {checked.prune_dead!r})")
     return checked
 
 
@@ -96,4 +100,4 @@ def rules(flags: Flags, params, logprobs_mode: str, max_model_len: int | None = 
     ((score, stop),) = flags.rules(
         lambda: BoundedWordReward(0.0, flags.length_ratio) if flags.length_ratio is not None  # raw log p, with l
         else VLLMLengthPenalty(lp))
-    return Search(score=score, stop=stop, n_best=params.beam_width)
+    return Search(score=score, stop=stop, n_best=params.beam_width, prune_dead=flags.prune_dead)
