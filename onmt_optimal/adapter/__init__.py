@@ -13,7 +13,6 @@ decode-loop protocol, and their translators batch, sort and report alike. So one
 * ``translator``   ``RecordKeeping``: each line's records, the progress count and the closing report;
 * ``lines``        per-line keys and input order, the statistics file, empty source lines, the report's lines;
 * ``totals``       the sums behind the closing ``PRED`` lines, over the decoded records;
-* ``served``       a served model's statistics file, one record per decoded sentence, appended request by request;
 * ``empty_lines``  each translation's empty source lines, marked by the toolkit's reader, taken by its translator;
 * ``decoding``     ``RuleDecoding``: the sessions' decode of a whole file under many rules (sweep, ratio);
 * ``source``       input lines that are not UTF-8, one line naming the file, the line and the byte;

@@ -5,7 +5,7 @@ A translator of either toolkit mixes ``RecordKeeping`` in before its own class, 
 (``CONTRACT``) and declares in its constructor ``search`` (``options.Options``), ``_stats`` and ``_rule_results``
 (dicts keyed by ``lines.key``) and ``progress`` (None or a callable). ``decoding`` runs one decode with a search,
 a beam size and a progress count of its own. ``_write_stats`` writes a decode's statistics file: whole, or, for a
-translator a server holds (``stats_log``, an ``adapter.served.StatsLog``), appended under the request's id.
+translator a server holds (``stats_log``, a ``serving.StatsLog``), appended under the request's id.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class RecordKeeping:
 
     #: the toolkit's contract (``contract.OPENNMT_PY_CONTRACT``, ``contract.EOLE_CONTRACT``)
     CONTRACT: contract.Contract
-    #: where a served model's records go, request by request (``adapter.served.StatsLog``, set by the servers'
+    #: where a served model's records go, request by request (``serving.StatsLog``, set by the servers'
     #: patches); None: the statistics file is written whole, once per decode
     stats_log = None
 

@@ -1,59 +1,35 @@
-"""eole's inference server (``eole serve``) with the plugin's options in a model's ``config``.
+"""eole's inference server (``eole serve``) with the plugin's options in a model's ``config``: its seams and
+repairs over the shared serving layer (``onmt_optimal.serving``: request ids, the statistics file, the checks at
+start-up, the stop on a signal), each patch once its eole module has executed (``hook``).
 
-``eole serve -config server.yaml`` builds each model's ``PredictConfig`` from the ``config`` mapping of its entry,
-which stock eole refuses our options in (its configs forbid unknown keys). What this module changes, each patch
-once its eole module has executed (``hook``):
-
-* ``eole.server.model`` (``patch_server_model``): a model's config is eole's ``PredictConfig`` with our fields
-  (``options.config_class``, as ``eole predict``'s), checked as ``eole predict`` checks it (``options.validate``:
-  ``options.check_search`` and the option table) when any of our options is set; a relative ``stats_file`` is taken
-  from the server's working directory, as eole takes the model's ``log_file`` and a local ``path``; it must be a
-  regular file that takes appended records (or a new one), and none of the files the server reads or writes for any
-  model of its YAML (its YAML, each model's files, its transforms' files, its ``log_file``: ``_check_stats_file``,
-  ``_check_site``); it is opened once (``_open_stats``: no link followed, one handle per file) and appended through
-  that handle, so a link put in its place later is not followed. ``Server.start`` checks every model that sets one
-  of our options at start-up, loaded or not (a model given as a Hugging Face ID, which eole would download, is
-  checked when it loads); its ``models`` answer an id they do not hold with HTTP 400 and one line (``Models``;
-  stock: a ``KeyError``, a 500 and a traceback). A request with no input, or whose settings name a file
-  (``FILE_SETTINGS``), is answered with HTTP 400 and one line, whatever the model; a request's decoding settings,
-  which eole applies over the config for that request, are checked with the config's options (``request_problem``:
-  HTTP 400, one line), and the server goes on serving. A request to a model that decodes with our search carries its
-  id to the predictor as one more setting of the request (``REQUEST_SETTING``, which eole's ``update_settings`` sets
-  on the predictor), so eole's batcher, which groups only requests with equal settings, decodes it in an engine call
-  of its own: its records are its own, appended to ``stats_file`` (``adapter.served``) where the model has one, and
-  handed to its answer (``Answer``);
-* ``eole.server.app`` (``patch_server_app``): the application reads each request's ``X-Request-Id`` (or makes
-  one) and, where the request's records were written, answers it in that header; ``/infer``'s answer carries
-  the records as ``FIELD`` (``RequestIds``); a request body that names one of our options is answered with
-  HTTP 400 and one line (``own_option_answer``; eole's request schema has no room for them);
-* ``eole.bin.run.serve`` (``patch_serve_command``): a port it cannot listen on ends ``eole serve`` with one
-  line and exit status 2 before any model loads (``served.port_problem``), a refused option at start-up with
-  ``eole serve: error: CONFIG: model ID: ...`` and exit status 2, no traceback; SIGTERM and SIGINT stop the
-  server within ``GRACE`` seconds, even with a decode in flight (``stop_promptly``).
-
-With none of our options a model is served as stock eole serves it, answers and scores alike, but for the
-one-line 400s, the port checked first and the prompt stop above.
+A model's config is eole's ``PredictConfig`` with our fields, checked as ``eole predict`` checks it; a relative
+``stats_file`` is the working directory's (as eole takes ``log_file`` and a local ``path``), refused unless it
+takes appended records and is none of the files the server reads or writes for any model of its YAML, then opened
+once. A request whose settings name a file, that has no input, that names one of our options, or whose settings
+our search cannot decode with, is answered HTTP 400 in one line. A request decoded with our search carries its
+id to the predictor as one more setting (``REQUEST_SETTING``), so eole's batcher, which groups only requests of
+equal settings, decodes it on its own: its records are its own, in ``stats_file`` and in its answer
+(``FIELD``). With none of our options a model is served as stock eole serves it, but for the one-line 400s, the
+port checked first and the prompt stop.
 """
 from __future__ import annotations
 
-import contextvars
 import functools
 import importlib
 import json
 import os
-import signal
 import stat
 import sys
 
+from onmt_optimal import serving
 from onmt_optimal.import_hook import mark, ours
 
 PROG = "eole serve"
 
 #: the request setting that carries a request's id to the predictor (``translator.Certified``'s attribute)
 REQUEST_SETTING = "onmt_optimal_request"
-#: the field of ``/infer``'s answer that holds one statistics record per input (``search.record.Record.json``'s
-#: fields), where the model decoded with our search; vLLM's server names its per-choice field alike
-FIELD = "onmt_optimal"
+#: the field of ``/infer``'s answer that holds one statistics record per input, where decoded with our search
+FIELD = serving.FIELD
 #: the request settings (eole's ``DecodingConfig``) that name a file: a request may not choose one
 FILE_SETTINGS = ("phrase_table", "dump_beam")
 #: seconds the requests in flight get to finish once SIGTERM or SIGINT asks the server to stop
@@ -130,16 +106,15 @@ def _check_stats_file(config, model_id=None) -> None:
     """``stats_file`` names a regular file (or a new one) that takes appended records (a FIFO would hang every
     request, a directory or ``name/`` fail it), and is none of the files the server reads or writes, for this model
     (``files.check_served``: its YAML, the model's files, its transforms' files, ``log_file``) or any other it
-    serves (``_check_site``), links resolved; then it is opened, once (``_open_stats``). A relative path is the
+    serves (``_check_site``), links resolved; then it is opened, once (``serving.open_stats``). A relative path is the
     working directory's: ``config.stats_file`` becomes absolute. Checked once per model: when the model loads
     later, the file it opened at start-up is the one it appends to, whatever has been put in its place since."""
-    from onmt_optimal.adapter import served
     from onmt_optimal.eole import files, options
     from onmt_optimal.options import OptionError, _check_writable
 
     given = config.stats_file
     config.stats_file = path = os.path.abspath(given)
-    if model_id is not None and (model_id, path) in _CHECKED and path in _OPENED:
+    if model_id is not None and (model_id, path) in _CHECKED and path in serving.OPENED:
         return
     _check_writable("-stats_file", path + os.sep if given.endswith(os.sep) else path)  # a directory, ``name/``...
     if os.path.exists(path):
@@ -148,10 +123,10 @@ def _check_stats_file(config, model_id=None) -> None:
             kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
             raise OptionError(f"-stats_file {path} is {kind}: the server appends records to a regular file; "
                               f"name one")
-    served.check("-stats_file", path)
+    serving.check("-stats_file", path)
     files.check_served(*options.read_parsed(config), _server_config[0])  # (read anew: stats_file is absolute now)
     _check_site(path)
-    _open_stats(path)
+    serving.open_stats(path)
     if model_id is not None:
         _CHECKED.add((model_id, path))
 
@@ -159,8 +134,6 @@ def _check_stats_file(config, model_id=None) -> None:
 #: every model of the server's YAML (``_site``): ``(model id, its local model directory or None, the files its
 #: entry names that the server reads, those it writes besides a stats_file)``
 _SITE: list = []
-#: the statistics files the server opened (``_open_stats``), by absolute path; one handle per file
-_OPENED: dict = {}
 #: ``(model id, stats_file)`` pairs checked and opened at start-up (or at the model's first load)
 _CHECKED: set = set()
 
@@ -200,7 +173,7 @@ def _check_site(path: str) -> None:
     model's directory or a file in it, a file its config names, its ``log_file`` (another model's ``stats_file``
     may be the same: they share it)."""
     from onmt_optimal.eole import files
-    from onmt_optimal.options import OptionError, _same_file
+    from onmt_optimal.options import OptionError
 
     for model_id, directory, reads, writes in _SITE:
         if directory is not None:
@@ -209,30 +182,8 @@ def _check_site(path: str) -> None:
                 what = "directory" if member == "." else f"file {member} of the model directory"
                 raise OptionError(f"-stats_file {path} is model {model_id}'s {what} {directory}, which the server "
                                   f"reads: writing it would destroy it; name another file")
-        for what, read in reads:
-            if _same_file(path, read):
-                raise OptionError(f"-stats_file {path} is model {model_id}'s {what} {read}, which the server "
-                                  f"reads: writing it would destroy it; name another file")
-        for flag, written in writes:
-            if _same_file(path, written):
-                raise OptionError(f"-stats_file {path} and model {model_id}'s {flag} {written} are the same file: "
-                                  f"one would write into the other; name two different files")
-
-
-def _open_stats(path: str):
-    """The statistics file at ``path`` (absolute), opened once (``served.StatsFile.open``: no link followed, a file
-    with other hard links refused, in one line) and shared by every model that names it, by any spelling."""
-    from onmt_optimal.adapter.served import StatsFile
-
-    handle = _OPENED.get(path)
-    if handle is None:
-        handle = StatsFile.open(path)
-        same = next((h for h in _OPENED.values() if h.key == handle.key), None)
-        if same is not None:
-            handle.close()
-            handle = same
-        _OPENED[path] = handle
-    return handle
+        serving.check_apart("-stats_file", path, [(f"model {model_id}'s {what}", read) for what, read in reads],
+                            [(f"model {model_id}'s {flag}", written) for flag, written in writes])
 
 
 def _checked_at_start(start):
@@ -277,7 +228,7 @@ def unknown_model():
 
 def _appending(load):
     """``Model.load`` whose predictor appends each request's records to ``stats_file``, through the handle the
-    server opened (``_open_stats``)."""
+    server opened (``serving.open_stats``)."""
 
     @functools.wraps(load)
     def appending(self):
@@ -285,9 +236,7 @@ def _appending(load):
         predictor = getattr(self.engine, "predictor", None)
         search = getattr(predictor, "search", None)
         if search is not None and not search.stock and search.stats_file:
-            from onmt_optimal.adapter.served import StatsLog
-
-            predictor.stats_log = StatsLog(search.stats_file, self.model_id, _open_stats(search.stats_file))
+            predictor.stats_log = serving.stats_log(search.stats_file, self.model_id)
 
     return mark(appending)
 
@@ -297,9 +246,9 @@ def _per_request(infer_async):
     no input (stock eole fails on it with a traceback and a 500) or one whose settings name a file the model's
     config does not (``FILE_SETTINGS``: eole would read a ``phrase_table`` from any path a client names); for a
     model setting our options, checks the request's decoding settings with them (``request_problem``) and, where
-    it decodes with our search, hands the request's id (``served.CURRENT``, set by ``RequestIds``, or a fresh one)
+    it decodes with our search, hands the request's id (``serving.CURRENT``, set by ``RequestIds``, or a fresh one)
     to the predictor as the setting ``REQUEST_SETTING``: the request is decoded on its own, its records go to
-    ``stats_file`` under its id and into its answer (``Answer``)."""
+    ``stats_file`` under its id and into its answer (``Request.stats``)."""
 
     @functools.wraps(infer_async)
     async def infer(self, inputs, settings=None, is_chat=False):
@@ -317,16 +266,13 @@ def _per_request(infer_async):
         search = getattr(predictor, "search", None)
         if search is None or search.stock:
             return await _unless_stopped(self, infer_async(self, inputs, settings=settings, is_chat=is_chat))
-        from onmt_optimal.adapter import served
-
-        request = served.CURRENT.get() or served.Request()
+        request = serving.CURRENT.get() or serving.Request()
         request.used = request.used or bool(search.stats_file)
         result = await _unless_stopped(self, infer_async(self, inputs, is_chat=is_chat,
                                                          settings={**settings, REQUEST_SETTING: request.id}))
-        answer = _ANSWER.get()
         records = predictor.served_records.pop(request.id, None)
-        if answer is not None and records is not None:
-            answer.stats = records
+        if records is not None:
+            request.stats = records
         return result
 
     return mark(infer)
@@ -334,7 +280,7 @@ def _per_request(infer_async):
 
 async def _unless_stopped(model, decode):
     """``decode`` awaited; cancelled, as uvicorn cancels the requests still in flight when the server stops
-    (``stop_promptly``), it is answered with HTTP 503 and one line instead of a traceback and a 500."""
+    (``patch_serve_command``), it is answered with HTTP 503 and one line instead of a traceback and a 500."""
     import asyncio
 
     try:
@@ -379,22 +325,10 @@ def request_problem(model, settings: dict) -> str | None:
     return None
 
 
-class Answer:
-    """What ``/infer``'s answer gains for one HTTP request: ``stats``, one record per input (set by
-    ``_per_request`` where the model decoded with our search), added as ``FIELD`` by ``RequestIds``."""
-
-    def __init__(self):
-        self.stats = None
-
-
-#: the HTTP request being answered's ``Answer`` (set by ``RequestIds``), None outside one
-_ANSWER: contextvars.ContextVar = contextvars.ContextVar("onmt_optimal_eole_answer", default=None)
-
-
 class RequestIds:
-    """ASGI middleware: each HTTP request is a ``served.Request`` (its ``X-Request-Id``, or a fresh id) while it
+    """ASGI middleware: each HTTP request is a ``serving.Request`` (its ``X-Request-Id``, or a fresh id) while it
     is answered; a request whose records were written gets its id back in that header, and an answer of
-    ``/infer`` whose request was decoded with our search gets its records (``Answer``, ``FIELD``). Any other
+    ``/infer`` whose request was decoded with our search gets its records (``Request.stats``, ``FIELD``). Any other
     request's answer is left as it is, byte for byte."""
 
     def __init__(self, app):
@@ -403,12 +337,9 @@ class RequestIds:
     async def __call__(self, scope, receive, send):
         if scope.get("type") != "http":
             return await self.app(scope, receive, send)
-        from onmt_optimal.adapter import served
-
-        header = served.HEADER.lower().encode("latin-1")
+        header = serving.HEADER.lower().encode("latin-1")
         given = next((value for name, value in scope.get("headers", ()) if name.lower() == header), None)
-        request = served.Request(given.decode("latin-1") if given is not None else None)
-        answer, held = Answer(), []
+        held = []
         infer = scope.get("path", "").rstrip("/") == "/infer"
 
         async def send_with_id(message):
@@ -416,25 +347,21 @@ class RequestIds:
                 if request.used:
                     headers = [*message.get("headers", ()), (header, request.id.encode("latin-1"))]
                     message = {**message, "headers": headers}
-                if infer and answer.stats is not None and message.get("status") == 200:
+                if infer and request.stats is not None and message.get("status") == 200:
                     held.append(message)  # sent with the body, once its length is known
                     return
             elif message.get("type") == "http.response.body" and held:
                 held.append(message)
                 if message.get("more_body"):
                     return
-                message = _with_stats(held, answer.stats)
+                message = _with_stats(held, request.stats)
                 held.clear()
                 await send(message[0])
                 message = message[1]
             await send(message)
 
-        token, answer_token = served.CURRENT.set(request), _ANSWER.set(answer)
-        try:
+        with serving.answering(given.decode("latin-1") if given is not None else None) as request:
             await self.app(scope, receive, send_with_id)
-        finally:
-            _ANSWER.reset(answer_token)
-            served.CURRENT.reset(token)
 
 
 def _with_stats(held: list, stats: list) -> tuple:
@@ -494,68 +421,29 @@ async def own_option_answer(request, exc):
 
 
 def patch_serve_command() -> None:
-    """``eole.bin.run.serve.Serve.run``: a port it cannot listen on (``served.port_problem``) and a refused option
-    at start-up are one line, exit status 2, the port before any model loads; SIGTERM and SIGINT stop the server
-    promptly (``stop_promptly``)."""
+    """Repair ``eole.bin.run.serve.Serve.run``: a port it cannot listen on ends ``eole serve`` in one line, status 2,
+    before any model loads (stock loaded them, then failed to listen), and so does a refused option at start-up
+    (``serving.started``). SIGTERM and SIGINT stop it within ``GRACE`` seconds, even with a decode in flight
+    (stock waited for it): uvicorn stops taking connections, waits for the requests in flight at most ``GRACE``
+    seconds (a request cut off is answered 503 in one line: ``_unless_stopped``), then raises the signal again
+    with the handler it found, ``serving.stop_on_signals``', which ends the process once no record is being
+    appended, as stock ends when nothing is in flight: by the signal on SIGTERM, with status 0 on SIGINT."""
     module = importlib.import_module("eole.bin.run.serve")
     serve = module.Serve
     if ours(serve.run):
         return
 
     def run(cls, args):
-        from onmt_optimal import atomic, failures
-        from onmt_optimal.adapter import served
+        import signal
 
-        problem = served.port_problem(args.host, args.port)
-        if problem is not None:
-            failures.fail(PROG, problem, 2)  # before any model loads: stock loaded them, then failed to listen
+        app = serving.started(PROG, args.host, args.port, getattr(args, "config", "the config"),
+                              lambda: module.create_app(args.config))
+        previous = serving.stop_on_signals(interrupted=0, if_ignored=True)
         try:
-            app = module.create_app(args.config)
-        except (failures.Fault, atomic.OutputError) as err:
-            failures.fail(PROG, f"{getattr(args, 'config', 'the config')}: {err}", getattr(err, "status", 1))
-        with stop_promptly():
             module.uvicorn.run(app=app, host=args.host, port=args.port, log_level="info",
                                timeout_graceful_shutdown=GRACE)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     serve.run = classmethod(mark(run))
-
-
-class stop_promptly:  # noqa: N801 (a context manager, used as ``with stop_promptly():``)
-    """SIGTERM and SIGINT end ``eole serve`` promptly, even with a decode in flight, and never in the middle of a
-    record. uvicorn (which eole serve runs) stops accepting connections at the first of them and waits for the
-    requests in flight, here at most ``GRACE`` seconds (``timeout_graceful_shutdown``; stock: as long as they
-    take); it then raises the signal again with the handler it found, this one. A decode still running in eole's
-    thread would hold the process until it ended (Python waits for that thread at exit, and a second SIGINT would
-    end in a traceback): the handler waits until no statistics record is being appended (``served``'s locks) and
-    ends the process as stock eole serve ends when nothing is in flight: by the signal on SIGTERM, with status 0
-    on SIGINT. A request cut off is answered with HTTP 503 and one line (``_unless_stopped``)."""
-
-    SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-    def __enter__(self):
-        self.previous = {signum: signal.signal(signum, _end_by_signal) for signum in self.SIGNALS}
-        return self
-
-    def __exit__(self, *exc):
-        for signum, handler in self.previous.items():
-            signal.signal(signum, handler)
-        return False
-
-
-def _end_by_signal(signum, frame) -> None:
-    """End the process by ``signum`` once no record is being appended (each lock waited for at most 10 s)."""
-    from onmt_optimal.adapter import served
-
-    held = []
-    for lock in list(served._LOCKS.values()):
-        if lock.acquire(timeout=10):
-            held.append(lock)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    if signum == signal.SIGINT:
-        os._exit(0)  # as stock eole serve ends on Ctrl-C (status 0)
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)  # as stock eole serve ends on SIGTERM (by the signal)

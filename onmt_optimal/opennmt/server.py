@@ -1,48 +1,13 @@
-"""OpenNMT-py's translation server (``onmt_server``) with the plugin's options in a model's ``"opt"``.
+"""OpenNMT-py's translation server (``onmt_server``) with the plugin's options in a model's ``"opt"``: its seams
+and repairs over the shared serving layer (``onmt_optimal.serving``: request ids, the statistics file, the checks
+at start-up, the stop on a signal), each function below one replaced attribute, its reason in its docstring.
 
-OpenNMT-py's server turns each model's ``"opt"`` of its ``conf.json`` into an ``onmt_translate`` command line
-(``ServerModel.parse_opt``) and validates it with ``validate_translate_opts``, which ``patch`` extends with our
-checks: so the options already reach the search. What this module changes, once
-``onmt.translate.translation_server`` has executed (``patch_translation_server``) and once ``onmt.bin.server``
-has (``patch_command``):
-
-* ``ServerModel.parse_opt``: each key read as OpenNMT-py's parser reads it and written by the option's name
-  (``server_files.by_dest``, ``_canonical``), so that no check is skipped by spelling; sizes no request could be
-  decoded with (``_check_sizes``: -beam_size, -n_best, -max_length, -batch_size below 1) are refused; a switch of
-  ours (``"bp_norm"``, ``"progress"``) set to ``false`` is off (stock passes every JSON boolean as the bare
-  switch, so ``false`` turned it on) and any other value than true or false
-  is refused, and so are ``"ray_workers"`` (``onmt_translate``'s alone), ``"transforms"`` (the server applies
-  none) and a path-typed option that is not a string (``server_files.check_opt``); an error of OpenNMT-py's
-  parser (a value of the wrong type, an unknown option) is one ``OptionError`` line instead of its usage text
-  and ``SystemExit``; a relative ``stats_file`` is joined to the model's root, as ``log_file`` is, and must be
-  a regular file that takes appended lines, and neither a model file nor the log file;
-* ``ServerModel.__init__``: those errors, and every check of ours (``options.check_search`` through
-  ``validate_translate_opts``, the same as ``onmt_translate``'s), name the model and are a ``ServerModelError``
-  too, so ``/clone_model`` answers them as an error, not a crash; the model keeps the settings it was made with
-  (its root, tokenizer, ...) for its clones;
-* ``ServerModel.load``: the translator appends each request's records to ``stats_file`` (``adapter.served``)
-  instead of rewriting the file per request, through the handle the server opened at start-up (``_opened``: once
-  per file, no link followed; a file swapped in later is not followed), and hands each request's records to its
-  answer;
-* ``ServerModel.run``: the request's id (the client's ``X-Request-Id``, or a fresh one) goes with its records and
-  back to the client in that header, where a ``stats_file`` is set; under onmt-optimal's search each sentence's
-  answer carries its statistics (``server_http.put_stats``), found through ``maybe_preprocess`` and
-  ``maybe_tokenize`` (how many segments each input made, which were empty);
-* ``TranslationServer.start``: every file the config makes the server read and write is checked first
-  (``server_files.check_config``: distinct, regular, writable), before any model or log file is opened;
-* ``TranslationServer.clone_model``: a client's ``"opt"`` may set only the decoding options of
-  ``server_files.CLIENT_OPTIONS``, each by its exact name (``server_files.client_problem``: anything else is
-  refused in one line, nothing registered, no file read); the clone gets a fresh id (stock
-  took the body's ``"timeout"`` for it, failed on ``load_time`` with a 500 and left the model registered under
-  that id), the timeout as its timeout, its model's files, root and tokenizer, and is loaded;
-* ``onmt.bin.server.start`` (``main``'s): a host and port it cannot listen on (in use: ``served.port_problem``) ends
-  the command in one line, exit status 2, before any model loads; a refused option (at start-up: every model's
-  ``"opt"`` is parsed then, loaded or not) or a refused file ends the command with ``onmt_server: error: CONFIG:
-  model ID: ...`` and exit status 2, no traceback; SIGTERM and SIGINT stop it at once
-  (``server_http.stop_on_signals``); its Flask app answers malformed requests 400 in one line
-  (``server_http.guard``).
-
-With none of our options the server is stock OpenNMT-py's, answers and scores alike.
+``ServerModel.parse_opt`` turns a model's ``"opt"`` into an ``onmt_translate`` command line, which
+``validate_translate_opts`` (patched by ``patch``) checks with ours: the options reach the search as they reach
+``onmt_translate``. Keys are read as OpenNMT-py's parser reads them (``server_files.by_dest``), so that no check is
+skipped by spelling; the files of the config are checked together before anything is opened
+(``server_files.check_config``); a client's ``/clone_model`` sets only ``server_files.CLIENT_OPTIONS``. With none
+of our options the server is stock OpenNMT-py's, answers and scores alike.
 """
 from __future__ import annotations
 
@@ -52,17 +17,22 @@ import importlib
 import os
 import sys
 
+from onmt_optimal import serving
 from onmt_optimal.import_hook import mark, ours
 from onmt_optimal.option_table import OPENNMT, taken_by
 
 PROG = "onmt_server"
-
 #: our switches: JSON true turns one on, false leaves it off
 SWITCHES = tuple(o.name for o in taken_by(OPENNMT) if o.type is bool)
+#: the ``TranslationServer`` started last in this process (the one ``onmt_server`` serves: ``_guarded_serve``)
+_SERVING: list = []
+#: where a ``ServerModel`` keeps the settings it was made with (its clones get them)
+SETTINGS = "_onmt_optimal_settings"
+SHAPE = 'a list of {"id": MODEL, "src": TEXT} objects'
 
 
 def patch_translation_server() -> None:
-    """``onmt.translate.translation_server``: ``ServerModel`` as the module docstring says."""
+    """``onmt.translate.translation_server``: ``ServerModel`` and ``TranslationServer`` as below."""
     module = importlib.import_module("onmt.translate.translation_server")
     model = module.ServerModel
     if ours(model.__init__):
@@ -84,16 +54,10 @@ def patch_translation_server() -> None:
     model.__init__ = _named(model.__init__)  # the last: a call that finds it ours has nothing left to do
 
 
-#: the ``TranslationServer`` started last in this process (the one ``onmt_server`` serves: ``server_http.guard``)
-_SERVING: list = []
-#: where a ``ServerModel`` keeps the settings it was made with (its clones get them)
-SETTINGS = "_onmt_optimal_settings"
-
-
 @functools.lru_cache(maxsize=None)
 def option_error():
-    """``ServerOptionError``: a refused option of a model, both an ``OptionError`` (one line, status 2) and
-    OpenNMT-py's ``ServerModelError`` (which its ``/clone_model`` answers as an error)."""
+    """``ServerOptionError``: both an ``OptionError`` (one line, status 2) and OpenNMT-py's ``ServerModelError``
+    (which ``/clone_model`` answers as an error)."""
     from onmt.translate.translation_server import ServerModelError
 
     from onmt_optimal.options import OptionError
@@ -102,9 +66,8 @@ def option_error():
 
 
 def _one_line_parser(parser_class):
-    """OpenNMT-py's ``ArgumentParser`` whose errors (a value of the wrong type, an unknown option) are an
-    ``OptionError`` of one line: stock prints its usage (over 100 lines) and raises ``SystemExit``, which ends
-    the server at start-up and kills the request's thread in ``/clone_model``."""
+    """Repair ``ArgumentParser``: its errors are an ``OptionError`` of one line; stock printed its usage and raised
+    ``SystemExit``, which ended the server at start-up and killed ``/clone_model``'s thread."""
 
     class ServerArgumentParser(parser_class):
         def error(self, message):
@@ -117,11 +80,9 @@ def _one_line_parser(parser_class):
 
 
 def _no_link_logger(init_logger):
-    """OpenNMT-py's ``init_logger`` as ``ServerModel`` calls it (``rotate=True``), whose log file is opened, at
-    start-up, for a clone and at each rotation, without following a link (``_log_handler_class``): stock
-    opened the path by name, so a link put in its place after start-up took the log of the next clone (or
-    rotation) into the file it pointed to. (``onmt.utils.logging.init_logger`` itself, which training and
-    ``onmt_translate`` call, is left as it is.)"""
+    """Repair ``init_logger`` as ``ServerModel`` calls it: the log file is opened (at start-up, for a clone, at
+    each rotation) without following a link; stock opened the path by name, so a link put in its place took the
+    next clone's log into the file it pointed to. (``onmt.utils.logging.init_logger`` itself is stock's.)"""
 
     @functools.wraps(init_logger)
     def init(log_file=None, log_file_level=0, rotate=False, **kwargs):
@@ -143,8 +104,7 @@ def _log_handler_class():
     from logging.handlers import RotatingFileHandler
 
     class NoLinkRotatingFileHandler(RotatingFileHandler):
-        """A ``RotatingFileHandler`` that opens its file with ``O_NOFOLLOW`` and refuses one that is not a regular
-        file or has other hard links (``options.OptionError``: the model is refused in one line)."""
+        """Opens its file with ``O_NOFOLLOW``; one that is not a regular file of its own is refused in one line."""
 
         def _open(self):
             import stat
@@ -169,8 +129,10 @@ def _log_handler_class():
 
 
 def _parsed(parse_opt):
-    """``ServerModel.parse_opt`` with our switches read as true or false, ``sys.argv`` given back whatever
-    happens (stock leaves its ``-model ...`` there when parsing fails), and ``stats_file`` resolved and checked."""
+    """Seam ``ServerModel.parse_opt``: keys by the options' names (``server_files.check_opt``, ``_canonical``); our
+    switches true or false (stock passed JSON ``false`` as the bare switch: on); ``sys.argv`` given back whatever
+    happens; ``-ray_workers`` and sizes no request could be decoded with refused; written files checked and
+    ``stats_file`` joined to the model's root, as ``log_file`` is, and opened once (``serving.open_stats``)."""
 
     @functools.wraps(parse_opt)
     def parse(self, opt):
@@ -190,21 +152,18 @@ def _parsed(parse_opt):
             raise OptionError("-ray_workers is onmt_translate's: the server decodes each request in its own process")
         _check_sizes(parsed)
         _check_written(parsed, self.model_root)
-        stats_file = getattr(parsed, "stats_file", None)
-        if stats_file:
-            parsed.stats_file = os.path.join(self.model_root, stats_file)
+        if getattr(parsed, "stats_file", None):
+            parsed.stats_file = os.path.join(self.model_root, parsed.stats_file)
             _check_stats_file(parsed, self.model_root)
-            setattr(self, STATS_HANDLE, _opened(parsed.stats_file))
+            serving.open_stats(parsed.stats_file)
         return parsed
 
     return mark(parse)
 
 
 def _check_sizes(parsed) -> None:
-    """Values no request could be decoded with, refused when the model is made (at start-up, or a clone's
-    ``/clone_model``) in one line, as ``onmt_translate`` refuses them (``options.validate_sizes``): -beam_size,
-    -n_best, -max_length and -batch_size below 1. Stock started and answered every request with an internal
-    message ("step must be nonzero", "list index out of range")."""
+    """-beam_size, -n_best, -max_length and -batch_size below 1 refused as ``onmt_translate`` refuses them (stock
+    started, then answered every request with an internal message)."""
     from onmt_optimal.options import OptionError, Settings, validate_sizes
 
     own = Settings.read(parsed)
@@ -214,11 +173,8 @@ def _check_sizes(parsed) -> None:
 
 
 def _canonical(opt: dict, read_key) -> None:
-    """``opt``'s keys (in place: it is the model's ``user_opt``, which its clones copy) as the options' names,
-    read as OpenNMT-py's parser reads them (``server_files.read_key``, after ``check_opt`` refused what cannot be
-    read so): the command line stock makes of it then says what the checks read. A key the parser does not know
-    stays as it is (the parser refuses it); of several keys setting one option the last wins, as on a command
-    line."""
+    """``opt``'s keys (in place: clones copy it) as the options' names the parser reads (``read_key``); an unknown
+    key stays (the parser refuses it); of several keys setting one option the last wins, as on a command line."""
     named = {}
     for key, value in opt.items():
         dest = read_key(key)[0]
@@ -229,8 +185,7 @@ def _canonical(opt: dict, read_key) -> None:
 
 
 def _switches(opt: dict) -> None:
-    """Our switches in ``opt`` (a model's ``"opt"``): true stays (the bare switch), false is removed (off),
-    anything else is refused."""
+    """Our switches in ``opt``: true stays (the bare switch), false is removed (off), anything else is refused."""
     from onmt_optimal.options import OptionTypeError
 
     for name in SWITCHES:
@@ -243,9 +198,8 @@ def _switches(opt: dict) -> None:
 
 
 def _check_written(parsed, model_root: str) -> None:
-    """The files the parsed options make the model write (``stats_file`` and ``log_file`` joined to its root, as
-    the server joins them, ``dump_beam``) are none of the files the server reads (``server_files.check_written``):
-    whatever named them (a key, a ``"config"`` YAML), the parser's result is checked."""
+    """The files the parsed options make the model write are none the server reads (``check_written``), whatever
+    named them (a key, a ``"config"`` YAML)."""
     from onmt_optimal.opennmt.server_files import check_written
 
     joined = [(flag, getattr(parsed, flag[1:], None)) for flag in ("-stats_file", "-log_file")]
@@ -254,37 +208,18 @@ def _check_written(parsed, model_root: str) -> None:
 
 
 def _check_stats_file(opt, model_root: str) -> None:
-    """``stats_file`` takes appended records, and is neither a model file nor ``log_file`` (both joined to the
-    model's root by OpenNMT-py)."""
-    from onmt_optimal.adapter import served
+    """``stats_file`` takes appended records, and is neither a model file nor ``log_file``."""
     from onmt_optimal.options import _check_distinct
 
-    served.check("-stats_file", opt.stats_file)
+    serving.check("-stats_file", opt.stats_file)
     log_file = os.path.join(model_root, opt.log_file) if getattr(opt, "log_file", "") else None
     _check_distinct(reads=[("-model", m) for m in opt.models],
                     writes=[("-stats_file", opt.stats_file), ("-log_file", log_file)])
 
 
-#: the statistics files this process's server opened, by their resolved path (``_opened``)
-_OPENED: dict = {}
-#: where a ``ServerModel`` keeps its statistics file's handle (``served.StatsFile``)
-STATS_HANDLE = "_onmt_optimal_stats_file"
-
-
-def _opened(path: str):
-    """The statistics file at ``path`` as this server opened it: opened once (``served.StatsFile.open``: no link
-    followed, refused in one line otherwise) when a model first names it, at start-up, then shared by every model
-    and clone that names it, so that a file put in its place later is never followed."""
-    from onmt_optimal.adapter.served import StatsFile
-
-    handle = _OPENED.get(path)
-    if handle is None:
-        handle = _OPENED[path] = StatsFile.open(path)
-    return handle
-
-
 def _named(init):
-    """``ServerModel.__init__`` whose refused options name the model and are a ``ServerOptionError``."""
+    """Repair ``ServerModel.__init__``: a refused option names the model and is a ``ServerOptionError``, answered
+    by ``/clone_model`` as an error, not a crash; the settings it was made with kept for its clones."""
 
     @functools.wraps(init)
     def __init__(self, opt, model_id, *args, **kwargs):
@@ -302,16 +237,16 @@ def _named(init):
 
 
 def _appending(load):
-    """``ServerModel.load`` whose translator appends each request's records to ``stats_file``."""
+    """Seam ``ServerModel.load``: the translator appends each request's records to ``stats_file`` through the
+    handle opened at start-up (``serving.stats_log``) and, under our search, hands them to the request
+    (``Translator._translate`` of that instance, under the model's lock)."""
 
     @functools.wraps(load)
     def appending(self, *args, **kwargs):
         load(self, *args, **kwargs)
         search = getattr(self.translator, "search", None)
         if search is not None and search.stats_file:
-            from onmt_optimal.adapter.served import StatsLog
-
-            self.translator.stats_log = StatsLog(search.stats_file, self.model_id, getattr(self, STATS_HANDLE, None))
+            self.translator.stats_log = serving.stats_log(search.stats_file, self.model_id)
         if search is not None and not search.stock:
             self.translator._translate = _handing_records(self.translator, self.translator._translate)
 
@@ -319,15 +254,12 @@ def _appending(load):
 
 
 def _handing_records(translator, translate):
-    """``translator._translate`` that hands the decode's records, in input order, to the request being answered
-    (``served.Request.records``), under the model's lock."""
-
     @functools.wraps(translate)
     def handing(*args, **kwargs):
-        from onmt_optimal.adapter import lines, served
+        from onmt_optimal.adapter import lines
 
         result = translate(*args, **kwargs)
-        request = served.CURRENT.get()
+        request = serving.CURRENT.get()
         if request is not None:
             request.records = lines.ordered(translator._stats)
         return result
@@ -336,14 +268,12 @@ def _handing_records(translator, translate):
 
 
 def _counting_segments(maybe_preprocess):
-    """``ServerModel.maybe_preprocess`` noting how many segments each input of the request made."""
+    """Seam ``ServerModel.maybe_preprocess``: notes how many segments each input made (``Request.segments``)."""
 
     @functools.wraps(maybe_preprocess)
     def counting(self, sequence):
-        from onmt_optimal.adapter import served
-
         out = maybe_preprocess(self, sequence)
-        request = served.CURRENT.get()
+        request = serving.CURRENT.get()
         if request is not None and isinstance(out, dict):
             request.segments.append(len(out.get("seg", ())))
         return out
@@ -352,15 +282,13 @@ def _counting_segments(maybe_preprocess):
 
 
 def _noting_empty(maybe_tokenize):
-    """``ServerModel.maybe_tokenize`` noting, for each source segment, whether it came out empty (the server
-    answers it without a decode)."""
+    """Seam ``ServerModel.maybe_tokenize``: notes which source segments came out empty (answered without a
+    decode), so that statistics stay aligned (``Request.empty``)."""
 
     @functools.wraps(maybe_tokenize)
     def noting(self, sequence, side="src"):
-        from onmt_optimal.adapter import served
-
         out = maybe_tokenize(self, sequence, side)
-        request = served.CURRENT.get()
+        request = serving.CURRENT.get()
         if request is not None and side == "src":
             request.empty.append(out == "")
         return out
@@ -369,7 +297,8 @@ def _noting_empty(maybe_tokenize):
 
 
 def _checked_start(start):
-    """``TranslationServer.start`` checking every file of the config first (``server_files.check_config``)."""
+    """Repair ``TranslationServer.start``: every file of the config checked first (``server_files.check_config``:
+    distinct, regular, writable), before any model or log file is opened; stock opened them as it went."""
 
     @functools.wraps(start)
     def checked(self, config_file):
@@ -383,8 +312,10 @@ def _checked_start(start):
 
 
 def _clone_model(self, model_id, opt, timeout=-1):
-    """``TranslationServer.clone_model`` as the module docstring says: ``model_id``'s model again, with
-    ``opt`` (None: its own options) under a fresh id; returns ``(new id, load time)``."""
+    """Repair ``TranslationServer.clone_model``: a client's ``"opt"`` sets only ``server_files.CLIENT_OPTIONS``
+    (``client_problem``: anything else refused in one line, nothing registered, no file read); the clone gets a
+    fresh id (stock took the body's ``"timeout"`` for it, failed on ``load_time`` with a 500 and left it
+    registered), the timeout, its model's files, root and tokenizer, and is loaded. Returns ``(id, load time)``."""
     from onmt.translate.translation_server import ServerModelError
 
     from onmt_optimal.opennmt.server_files import client_problem
@@ -414,9 +345,9 @@ def _clone_model(self, model_id, opt, timeout=-1):
 
 
 def _with_request_id(run):
-    """``ServerModel.run`` (under its lock) answering a request with its id where ``stats_file`` is set: the
-    client's ``X-Request-Id`` (Flask's request, when there is one) or a fresh one, in the records and the
-    response's header."""
+    """Seam ``ServerModel.run`` (under the model's lock), where our options are set: the request is a
+    ``serving.Request`` (the client's ``X-Request-Id`` or a fresh one), whose id goes with its records and back in
+    that header; under our search each sentence's answer carries its statistics (``_put_stats``)."""
 
     @functools.wraps(run)
     def run_request(self, inputs):
@@ -424,33 +355,43 @@ def _with_request_id(run):
 
         if not Flags.read(self.opt).active:
             return run(self, inputs)
-        from onmt_optimal.adapter import served
-        from onmt_optimal.opennmt import server_http
-
         flask = sys.modules.get("flask")
         in_flask = flask is not None and flask.has_request_context()
-        request = served.Request(flask.request.headers.get(served.HEADER) if in_flask else None)
-        token = served.CURRENT.set(request)
-        try:
+        with serving.answering(flask.request.headers.get(serving.HEADER) if in_flask else None) as request:
             result = run(self, inputs)
-        finally:
-            served.CURRENT.reset(token)
         if in_flask:
             stats = request.answer_stats()
 
             @flask.after_this_request
             def answer(response):
                 if request.used:
-                    response.headers[served.HEADER] = request.id
-                return response if stats is None else server_http.put_stats(response, stats)
+                    response.headers[serving.HEADER] = request.id
+                return response if stats is None else _put_stats(response, stats)
         return result
 
     return mark(run_request)
 
 
+def _put_stats(response, stats: list):
+    """``response`` (per n-best rank, one object per input) with each input's statistics in ``serving.FIELD``."""
+    from flask import current_app
+
+    body = response.get_json(silent=True)
+    if not isinstance(body, list) or not all(isinstance(rank, list) and len(rank) == len(stats) for rank in body):
+        return response
+    for rank in body:
+        for item, one in zip(rank, stats):
+            item[serving.FIELD] = one
+    response.set_data(current_app.json.response(body).get_data())  # as stock's ``jsonify`` writes it
+    return response
+
+
 def patch_command() -> None:
-    """``onmt.bin.server``: ``start`` (which ``main`` looks up at call time) refuses a bad option in one line
-    (module docstring); faults while serving are answered by the server, as stock's."""
+    """Repair ``onmt.bin.server.start`` (which ``main`` looks up at call time): a host and port it cannot listen on
+    end the command in one line, status 2, before any model loads (stock loaded every model, then an ``OSError``
+    traceback); a refused option or file is ``onmt_server: error: CONFIG: model ID: ...``, status 2; SIGTERM and
+    SIGINT stop it at once (``serving.stop_on_signals``; stock's SIGINT could abort in torch's threads, status
+    134). Its app is guarded (``_guarded_serve``)."""
     cli = importlib.import_module("onmt.bin.server")
     if ours(cli.start):
         return
@@ -458,47 +399,80 @@ def patch_command() -> None:
 
     @functools.wraps(stock_start)
     def start(config_file, *args, **kwargs):
-        from onmt_optimal import atomic, failures
-        from onmt_optimal.opennmt import server_http
+        import inspect
 
-        server_http.stop_on_signals(PROG)
-        problem = _port_problem(stock_start, config_file, *args, **kwargs)
-        if problem is not None:
-            failures.fail(PROG, problem, 2)
+        serving.stop_on_signals(PROG)
         try:
-            return stock_start(config_file, *args, **kwargs)
-        except (failures.Fault, atomic.OutputError) as err:
-            failures.fail(PROG, f"{config_file}: {err}", getattr(err, "status", 1))
+            bound = inspect.signature(stock_start).bind(config_file, *args, **kwargs)
+            bound.apply_defaults()
+            host, port = bound.arguments.get("host"), bound.arguments.get("port")
+        except TypeError:
+            return stock_start(config_file, *args, **kwargs)  # stock says what is wrong with its arguments
+        return serving.started(PROG, host, port, config_file, lambda: stock_start(config_file, *args, **kwargs))
 
     cli.start = mark(start)
     if not ours(cli.serve):
         cli.serve = _guarded_serve(cli.serve)
 
 
-def _port_problem(stock_start, *args, **kwargs) -> str | None:
-    """Why ``start`` could not listen on the host and port it was given (``served.port_problem``), in one line, or
-    None; asked before any model loads: stock loaded every model, then ended in an OSError traceback."""
-    import inspect
-
-    from onmt_optimal.adapter import served
-
-    try:
-        bound = inspect.signature(stock_start).bind(*args, **kwargs)
-    except TypeError:
-        return None  # stock says what is wrong with its arguments
-    bound.apply_defaults()
-    return served.port_problem(bound.arguments.get("host"), bound.arguments.get("port"))
-
-
 def _guarded_serve(serve):
-    """waitress's ``serve`` (which ``start`` calls last, with its Flask app) with the app's requests guarded
-    (``server_http.guard``) against the server ``start`` started."""
+    """Repair ``onmt.bin.server.serve`` (waitress's, which ``start`` calls with its Flask app): before a route runs,
+    a malformed request (``_problem``) is answered ``400 {"status": "error", "error": LINE}``; stock read the
+    body as it came and answered a 500 with a traceback in its log."""
 
     @functools.wraps(serve)
     def guarded(app, *args, **kwargs):
-        from onmt_optimal.opennmt import server_http
+        from flask import jsonify, request
 
-        server_http.guard(app, lambda: _SERVING[0].models if _SERVING else {})
+        @app.before_request
+        def refuse_bad_request():
+            problem = _problem(request, _SERVING[0].models if _SERVING else {})
+            if problem is None:
+                return None
+            response = jsonify({"status": "error", "error": problem})
+            response.status_code = 400
+            return response
+
         return serve(app, *args, **kwargs)
 
     return mark(guarded)
+
+
+def _problem(request, models: dict) -> str | None:
+    """A ``/translate`` body that is not a non-empty list of objects with a string ``"src"`` and a first ``"id"``
+    naming a model, a ``/clone_model`` body that is not an object (``"opt"`` an object, ``"timeout"`` a whole
+    number), a ``/to_cpu``, ``/to_gpu`` of no model: one line; None for anything else."""
+    endpoint = (request.endpoint or "").rsplit(".", 1)[-1]
+    if endpoint in ("to_cpu", "to_gpu"):
+        model_id = (request.view_args or {}).get("model_id")
+        return None if models.get(model_id) is not None else f"no model {model_id}{_known(models)}"
+    if endpoint not in ("translate", "clone_model"):
+        return None
+    body = request.get_json(force=True, silent=True)
+    if body is None:
+        return "the body is not JSON" if endpoint == "translate" else None
+    if endpoint == "clone_model":
+        if not isinstance(body, dict):
+            return f'the body must be an object {{"opt": {{...}}, "timeout": SECONDS}} (got {serving.kind(body)})'
+        if body.get("opt") is not None and not isinstance(body["opt"], dict):
+            return f'"opt" must be an object of options (got {serving.kind(body["opt"])})'
+        timeout = body.get("timeout", -1)
+        if isinstance(timeout, bool) or not isinstance(timeout, int):
+            return f'"timeout" must be a whole number of seconds, negative for none (got {timeout!r})'
+        return None
+    if not isinstance(body, list) or not body:
+        return f"the body must be {SHAPE} (got {serving.kind(body)})"
+    for n, item in enumerate(body, start=1):
+        if not isinstance(item, dict):
+            return f"item {n} of the body must be an object {{\"id\": MODEL, \"src\": TEXT}} (got {serving.kind(item)})"
+        if not isinstance(item.get("src"), str):
+            return f"item {n}: \"src\" must be a string (got {serving.kind(item.get('src'))})"
+    model_id = body[0].get("id", 0)
+    if isinstance(model_id, bool) or not isinstance(model_id, int) or models.get(model_id) is None:
+        return f"no model {model_id!r}{_known(models)}"
+    return None
+
+
+def _known(models: dict) -> str:
+    ids = sorted(k for k, v in models.items() if v is not None and isinstance(k, int))
+    return f" (the models are {', '.join(map(str, ids))})" if ids else " (no model is served)"

@@ -22,6 +22,7 @@ import functools
 import json
 import os
 
+from onmt_optimal import serving
 from onmt_optimal.opennmt import run_files
 from onmt_optimal.option_table import OPENNMT, client_options
 
@@ -240,20 +241,14 @@ def client_problem(opt: dict) -> str | None:
                     f"{', '.join(allowed)}, each by its name")
         switch = _parser()._option_string_actions[option_string].nargs == 0
         if switch and not isinstance(value, bool):
-            return f"\"{dest}\" is a switch: true or false (got {_kind(value)})"
+            return f"\"{dest}\" is a switch: true or false (got {'a list' if value == [] else serving.kind(value)})"
         if not switch and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
-            return f"\"{dest}\" takes a word or a number (got {_kind(value)})"
+            return f"\"{dest}\" takes a word or a number (got {'a list' if value == [] else serving.kind(value)})"
         try:
             _check_value(key, value)
         except OptionError as err:
             return str(err)
     return None
-
-
-def _kind(value) -> str:
-    return {dict: "an object", list: "a list", bool: "a boolean", type(None): "null"}.get(type(value), "a string"
-                                                                                      if isinstance(value, str)
-                                                                                      else "a number")
 
 
 @functools.lru_cache(maxsize=1)
@@ -299,16 +294,10 @@ SERVER_READS: list = []
 def check_written(writes: list) -> None:
     """``writes`` (``(flag, path)`` pairs: the files a model writes, as its parsed options name them, whatever
     spelling or YAML named them) are none of the files the server reads (``SERVER_READS``), by identity."""
-    from onmt_optimal.options import OptionError, _same_file
-
     for flag, path in writes:
-        if not (path and isinstance(path, str)):
-            continue
-        for reader, what, read in SERVER_READS:
-            if _same_file(path, read):
-                whose = what if reader is None else f"{reader}'s {what}"
-                raise OptionError(f"{flag} {path} is {whose} {read}, which the server reads: writing it would "
-                                  f"destroy it; name another file")
+        if path and isinstance(path, str):
+            serving.check_apart(flag, path, [(what if reader is None else f"{reader}'s {what}", read)
+                                             for reader, what, read in SERVER_READS])
 
 
 def _model_files(conf, models_root: str) -> tuple[list, list]:
@@ -367,16 +356,11 @@ def _tokenizer_files(conf: dict) -> list[tuple[str, str]]:
 def _check_distinct(reads: list, writes: list) -> None:
     """No written file is one some model reads, nor a written file of another kind (``reads``: ``(model, what,
     path)``, model None for the server's own; ``writes``: ``(model, flag, path)``)."""
-    from onmt_optimal.options import OptionError, _same_file
-
     for i, (model, flag, path) in enumerate(writes):
-        for reader, what, read in reads:
-            if _same_file(path, read):
-                whose = what if reader is None else f"the {what}" if reader == model else f"{reader}'s {what}"
-                raise OptionError(f"{model}: {flag} {path} is {whose} {read}, which the server reads: writing it "
-                                  f"would destroy it; name another file")
-        for other_model, other_flag, other in writes[:i]:
-            if other_flag != flag and _same_file(path, other):
-                owner = "" if other_model == model else f"{other_model}'s "
-                raise OptionError(f"{model}: {flag} {path} and {owner}{other_flag} {other} are the same file: one "
-                                  f"would write into the other; name two different files")
+        def whose(owner, what):
+            return what if owner is None else f"the {what}" if owner == model else f"{owner}'s {what}"
+
+        serving.check_apart(flag, path, prefix=f"{model}: ",
+                            reads=[(whose(reader, what), read) for reader, what, read in reads],
+                            writes=[(other_flag if owner == model else whose(owner, other_flag), other)
+                                    for owner, other_flag, other in writes[:i] if other_flag != flag])

@@ -34,7 +34,7 @@ import sys
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from onmt_optimal import import_hook
+from onmt_optimal import import_hook, serving
 from onmt_optimal.option_table import VLLM, taken_by
 from onmt_optimal.vllm import internals
 
@@ -42,7 +42,7 @@ from onmt_optimal.vllm import internals
 #: own values replace the default's, option by option
 DEFAULTS = "ONMT_OPTIMAL_VLLM_DEFAULTS"
 #: the field of each choice that holds its statistics
-FIELD = "onmt_optimal"
+FIELD = serving.FIELD
 #: the options a request may give (``option_table``'s, that vLLM takes)
 NAMES = tuple(o.name for o in taken_by(VLLM))
 _SWITCHES = frozenset(o.name for o in taken_by(VLLM) if o.type is bool)

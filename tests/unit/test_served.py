@@ -1,4 +1,4 @@
-"""A served model's statistics file (``adapter.served``): records appended per request under its id, whole or not
+"""A served model's statistics file (``serving``): records appended per request under its id, whole or not
 at all, never interleaved, never written over earlier ones."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from onmt_optimal import atomic
-from onmt_optimal.adapter import served
+from onmt_optimal import serving as served
 from onmt_optimal.options import OptionError
 from onmt_optimal.search.record import Record
 from onmt_optimal.search.stopping import StopReason

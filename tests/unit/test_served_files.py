@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from onmt_optimal import atomic, failures, import_hook, options
-from onmt_optimal.adapter import served
+from onmt_optimal import serving as served
 from onmt_optimal.opennmt import server_files
 from onmt_optimal.search.record import STATS, Record, StopReason
 

@@ -2,7 +2,7 @@
 model loads (``onmt_server`` and ``eole serve`` end in one line on its answer)."""
 import socket
 
-from onmt_optimal.adapter import served
+from onmt_optimal import serving as served
 
 
 def test_a_free_port_has_no_problem():
