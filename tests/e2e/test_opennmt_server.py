@@ -8,7 +8,6 @@ ends ``onmt_server`` at start-up with one line. The checks of a model's ``"opt"`
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,28 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import http_server, server_stats
+from helpers import http_server, onmt_server, server_stats
 from helpers.one_line import one_error_line
+from helpers.onmt_server import INPUTS, OURS, ROOT, SHARED
 from helpers.server_stats import flags, records, size
-
-INPUTS = ["a b c", "p o", "k e i d", "m a n g o", "h", "b i b i b"]
-SHARED = {"beam_size": 3, "n_best": 2, "max_length": 30}
-OURS = {"length_penalty": "none", "stopping": "optimal", "length_reward": 1.0, "length_ratio": 1.5}
-ROOT = "/translator"
-
-
-def _bin(name: str) -> str:
-    return str(Path(sys.executable).parent / name)
-
-
-def config(root: Path, *models: dict) -> Path:
-    path = root / "conf.json"
-    path.write_text(json.dumps({"models_root": str(root), "models": list(models)}))
-    return path
-
-
-def model_entry(model_id: int, opt: dict, load: bool = True, name: str = "model.pt") -> dict:
-    return {"id": model_id, "model": name, "timeout": -1, "on_timeout": "to_cpu", "load": load, "opt": opt}
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +31,8 @@ def root(toy_model, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(root, tmp_path_factory):
-    conf = config(root, model_entry(7, {**SHARED, **OURS, "stats_file": "stats.jsonl", "log_file": "server.log",
-                                  "log_file_level": "INFO"}),
-                  model_entry(8, dict(SHARED)))
-    port = http_server.free_port()
     cwd = tmp_path_factory.mktemp("cwd")  # where a stats_file relative to the working directory would land
-    served = http_server.Server([_bin("onmt_server"), "--ip", http_server.HOST, "--port", port, "-m", conf],
-                                port, f"{ROOT}/health", cwd / "output.log", env=http_server.env(), cwd=cwd)
-    served.cwd = cwd
+    served = onmt_server.serve_ours_and_stock(root, cwd, cwd / "output.log")
     yield served
     served.stop()
 
@@ -128,12 +103,10 @@ def test_a_refused_option_of_a_clone_is_an_error_answer(server):
 
 @pytest.mark.slow
 def test_a_refused_value_ends_the_server_at_start_up_in_one_line(root):
-    conf = root / "bad.json"
-    conf.write_text(json.dumps({"models_root": str(root), "models": [
-        model_entry(7, {**SHARED, **OURS, "length_reward": -1})]}))
-    port = http_server.free_port()
-    proc = subprocess.run([_bin("onmt_server"), "--ip", http_server.HOST, "--port", str(port), "-m", str(conf)],
-                          env=http_server.env(), capture_output=True, text=True, timeout=300)
+    conf = onmt_server.write_config(root, onmt_server.entry(7, {**SHARED, **OURS, "length_reward": -1}),
+                                    name="bad.json")
+    proc = subprocess.run(onmt_server.command(conf, http_server.free_port()), env=http_server.env(),
+                          capture_output=True, text=True, timeout=300)
     line = one_error_line(proc.returncode, proc.stderr, 2, prog="onmt_server")
     assert line == f"onmt_server: error: {conf}: model 7: -length_reward must be a finite number >= 0 (got -1.0)"
 
@@ -150,7 +123,7 @@ def start(root: Path, opt: dict):
     from onmt.translate.translation_server import TranslationServer
 
     server = TranslationServer()
-    server.start(str(config(root, model_entry(3, opt, load=False))))
+    server.start(str(onmt_server.write_config(root, onmt_server.entry(3, opt, load=False))))
     return server.models[3]
 
 

@@ -31,32 +31,18 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from helpers import http_server
-from onmt_optimal.opennmt import server_files
+from helpers import http_server, onmt_server
 from helpers.one_line import one_error_line
+from helpers.onmt_server import INPUTS, OURS, ROOT, SHARED, entry, write_config
+from onmt_optimal.opennmt import server_files
 
 pytestmark = pytest.mark.slow  # every test here starts a server
 
-ROOT = "/translator"
 REPO = Path(__file__).resolve().parents[2]
-INPUTS = ["a b c", "p o", "k e i d", "m a n g o", "h", "b i b i b"]
-SHARED = {"beam_size": 3, "n_best": 2, "max_length": 30}
-OURS = {"length_penalty": "none", "stopping": "optimal", "length_reward": 1.0, "length_ratio": 1.5}
 
 
 def _bin(name: str) -> str:
     return str(Path(sys.executable).parent / name)
-
-
-def entry(model_id: int, opt: dict, **more) -> dict:
-    return {"id": model_id, "model": "model.pt", "timeout": -1, "on_timeout": "to_cpu", "load": True, "opt": opt,
-            **more}
-
-
-def write_config(root: Path, *models: dict, name: str = "conf.json") -> Path:
-    path = root / name
-    path.write_text(json.dumps({"models_root": str(root), "models": list(models)}))
-    return path
 
 
 def checksums(*dirs: Path) -> dict:
@@ -88,15 +74,8 @@ def outside(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(root, tmp_path_factory):
-    conf = write_config(root, entry(7, {**SHARED, **OURS, "stats_file": "stats.jsonl", "log_file": "server.log",
-                                        "log_file_level": "INFO"}),
-                        entry(8, dict(SHARED)))
-    port = http_server.free_port()
-    cwd = tmp_path_factory.mktemp("cwd")
-    served = http_server.Server([_bin("onmt_server"), "--ip", http_server.HOST, "--port", port, "-m", conf],
-                                port, f"{ROOT}/health", tmp_path_factory.mktemp("log") / "output.log",
-                                env=http_server.env(), cwd=cwd)
-    served.cwd, served.conf = cwd, conf
+    served = onmt_server.serve_ours_and_stock(root, tmp_path_factory.mktemp("cwd"),
+                                              tmp_path_factory.mktemp("log") / "output.log")
     yield served
     served.stop()
 
@@ -256,9 +235,7 @@ def test_a_stats_file_swapped_after_start_up_is_not_followed(root, outside, tmp_
     (served_root / "model.pt").symlink_to(root / "model.pt")
     (served_root / "src.spm.model").write_bytes((root / "src.spm.model").read_bytes())
     conf = write_config(served_root, entry(7, {**SHARED, **OURS, "stats_file": "stats.jsonl"}))
-    port = http_server.free_port()
-    server = http_server.Server([_bin("onmt_server"), "--ip", http_server.HOST, "--port", port, "-m", conf], port,
-                                f"{ROOT}/health", tmp_path / "server.log", env=http_server.env(), cwd=tmp_path)
+    server = onmt_server.start(conf, tmp_path / "server.log", cwd=tmp_path)
     stats, moved = served_root / "stats.jsonl", served_root / "moved.jsonl"
     try:
         assert stats.exists() and stats.stat().st_size == 0  # opened (made) at start-up, before any request
@@ -295,9 +272,7 @@ def test_a_log_file_swapped_for_a_link_after_start_up_is_not_followed(root, outs
     served_root.mkdir()
     (served_root / "model.pt").symlink_to(root / "model.pt")
     conf = write_config(served_root, entry(7, {**SHARED, "log_file": "server.log", "log_file_level": "INFO"}))
-    port = http_server.free_port()
-    server = http_server.Server([_bin("onmt_server"), "--ip", http_server.HOST, "--port", port, "-m", conf], port,
-                                f"{ROOT}/health", tmp_path / "server.out", env=http_server.env(), cwd=tmp_path)
+    server = onmt_server.start(conf, tmp_path / "server.out", cwd=tmp_path)
     log, moved = served_root / "server.log", served_root / "moved.log"
     try:
         os.rename(log, moved)
@@ -516,7 +491,7 @@ def test_a_port_in_use_ends_the_server_in_one_line_before_any_model_loads(tmp_pa
         taken.listen()
         port = taken.getsockname()[1]
         started = time.monotonic()
-        proc = subprocess.run([_bin("onmt_server"), "--ip", http_server.HOST, "--port", str(port), "-m", str(conf)],
+        proc = subprocess.run(onmt_server.command(conf, port),
                               env=http_server.env(), capture_output=True, text=True, timeout=120, cwd=tmp_path)
         took = time.monotonic() - started
     line = one_error_line(proc.returncode, proc.stderr, 2, prog="onmt_server")
@@ -529,7 +504,7 @@ def _start_or_refuse(conf: Path, cwd: Path) -> tuple[int, str]:
     """``onmt_server -m conf``'s exit status and stderr; a server that starts listening instead fails the test."""
     port = http_server.free_port()
     with open(cwd.parent / f"{cwd.name}.err", "w+") as err:
-        proc = subprocess.Popen([_bin("onmt_server"), "--ip", http_server.HOST, "--port", str(port), "-m", str(conf)],
+        proc = subprocess.Popen(onmt_server.command(conf, port),
                                 env=http_server.env(), stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
         deadline = time.time() + 300
         while proc.poll() is None and time.time() < deadline:
@@ -554,9 +529,7 @@ def _decoding_server(root: Path, log: Path):
     conf = write_config(root, entry(5, {"beam_size": 12, "max_length": 200, "length_penalty": "none",
                                         "stopping": "exhaustive", "stats_file": "stop.jsonl",
                                         "batch_size": 4, "max_length_ratio": 0}), name="stop.json")
-    port = http_server.free_port()
-    return http_server.Server([_bin("onmt_server"), "--ip", http_server.HOST, "--port", port, "-m", conf], port,
-                              f"{ROOT}/health", log, env=http_server.env())
+    return onmt_server.start(conf, log)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -598,10 +571,7 @@ def _quietly(server, body):
 
 # ------------------------------------------------------------------ the shipped config, as the docs start it
 def test_the_shipped_tvsub_config_answers_as_onmt_translate(tmp_path):
-    port = http_server.free_port()
-    served = http_server.Server([_bin("onmt_server"), "--ip", "127.0.0.1", "--port", port, "-m",
-                                 "configs/tvsub-zh-en/server.json"], port, f"{ROOT}/health", tmp_path / "s.log",
-                                env=http_server.env(), cwd=REPO)
+    served = onmt_server.start("configs/tvsub-zh-en/server.json", tmp_path / "s.log", cwd=REPO)
     lines = ["罗斯 , 谢谢", "我 不 知道 你 在 说 什么"]
     try:
         answer = served.post(f"{ROOT}/translate", [{"id": 100, "src": line} for line in lines])
