@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from helpers import toy
-from helpers.one_line import one_error_line, partials
+from helpers.one_line import earlier_file, naming, one_error_line, partials
 from onmt_optimal import __main__ as cli
 
 OURS = ["-length_penalty", "none", "-stopping", "optimal"]
@@ -35,18 +35,14 @@ def one_line(proc, status) -> str:
 
 
 def refused_early(proc, *mentions) -> str:
-    line = one_line(proc, 2)
-    for mention in mentions:
-        assert mention in line, line
+    line = naming(one_line(proc, 2), *mentions)
     assert "Loading checkpoint" not in proc.stderr, proc.stderr[-3000:]
     return line
 
 
 @pytest.fixture
 def earlier(tmp_path) -> Path:
-    out = tmp_path / "keep.txt"
-    out.write_text("earlier translations\n")
-    return out
+    return earlier_file(tmp_path / "keep.txt", "earlier translations\n")
 
 
 # ------------------------------------------------------------------ paths that name no file

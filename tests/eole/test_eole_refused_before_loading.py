@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.one_line import earlier_file, naming
+
 OURS = ["-length_penalty", "none", "-stopping", "optimal"]
 ENV = {"PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1", "PATH": str(Path(sys.executable).parent),
        **{k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "ATEN_CPU_CAPABILITY")}}
@@ -35,16 +37,12 @@ def refused(done, status, *mentions) -> str:
     assert done.returncode == status, done.stderr[-3000:]
     lines = [line for line in done.stderr.splitlines() if "error:" in line]
     assert "Traceback" not in done.stderr and len(lines) == 1, done.stderr[-3000:]
-    for mention in mentions:
-        assert mention in lines[0], lines[0]
-    return lines[0]
+    return naming(lines[0], *mentions)
 
 
 @pytest.fixture
 def earlier(tmp_path) -> Path:
-    out = tmp_path / "keep.txt"
-    out.write_text("earlier predictions\n")
-    return out
+    return earlier_file(tmp_path / "keep.txt", "earlier predictions\n")
 
 
 @pytest.mark.parametrize("member", ["config.json", "vocab.json", "model.00.safetensors"])

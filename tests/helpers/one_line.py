@@ -25,6 +25,19 @@ def one_error_line(returncode, stderr, status, prog: str = "onmt_translate") -> 
     return errors[0]
 
 
+def earlier_file(path: Path, text: str) -> Path:
+    """``path``, written with ``text`` before the command: a file it must leave as it was."""
+    path.write_text(text)
+    return path
+
+
+def naming(line: str, *mentions: str) -> str:
+    """``line``, once it is checked to name every one of ``mentions``."""
+    for mention in mentions:
+        assert mention in line, line
+    return line
+
+
 def wait_for_torch(proc: subprocess.Popen, timeout: float = 120) -> None:
     """Until the process has loaded torch's library: its modules are importing (an earlier SIGINT would find an
     interpreter that has not yet installed its handler, and end it silently)."""
