@@ -140,7 +140,8 @@ TABLE: tuple[Option, ...] = (
         (OPENNMT, EOLE), metavar="PATH", client=False),
     Option(
         "prune_dead", bool, False, PRUNE_DEAD_HELP.format(more=""), (OPENNMT, EOLE),
-        helps=((EOLE, PRUNE_DEAD_HELP.format(more=", a decoder-only model, torch.compile, tensor parallelism")),),
+        helps=((EOLE, PRUNE_DEAD_HELP.format(more=", a transformer decoder: only eole's RNN encoder-decoder prunes, "
+                                            "without torch.compile or tensor parallelism")),),
         client=False),
     Option(
         "progress", bool, False,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 
 import torch
+from eole import EOLE_TORCH_COMPILE
 from eole.predict.generator import GeneratorLM
 from eole.predict.translator import Translator
 
@@ -34,6 +35,8 @@ from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSear
 from onmt_optimal.eole.options import OptionError
 from onmt_optimal.option_table import EOLE
 from onmt_optimal.options import Options, beam_search_options
+from onmt_optimal.search import dead
+from onmt_optimal.search.record import with_rows_skipped
 
 
 class Certified(RecordKeeping):
@@ -70,6 +73,8 @@ class Certified(RecordKeeping):
         self._check_contract()
         results, stats, rule_results = self._certified(batch, attn_debug)
         self._answer_empty_lines(batch, results, stats, rule_results)
+        # with -prune_dead every record says how many rows its decode skipped
+        stats, rule_results = (with_rows_skipped(records, search.prune_dead) for records in (stats, rule_results))
         self._keep_records(batch, stats, rule_results if search.collect else None)
         return results
 
@@ -132,9 +137,109 @@ class CertifiedTranslator(Certified, Translator):
             return results, stats, rule_results
         strategy = batch_search.build(CertifiedBeamSearch, self, self.search, len(batch["srclen"]),
                                       batch_search.max_length(self, batch), attn_debug)
+        strategy.prune_dead = self.search.prune_dead and self._may_decode_needed_rows()
         with torch.no_grad():
             results = self._predict_batch_with_strategy(batch, strategy)
         return results, strategy.search_stats, strategy.rule_results
+
+    def _may_decode_needed_rows(self) -> bool:
+        """Can ``_decode_needed_rows`` decode this translator's batches exactly: an RNN decoder (its attention, one
+        head over the source, gives each row the same numbers wherever the row sits in the batch; eole's
+        transformer decoder computes its CPU attention per head with a batched product whose last bits depend on the
+        row's place: with two heads, a row at an odd place of the batch gets other last bits than at an even one,
+        so a compacted batch would change scores), eole's eager decode of dynamic shapes (no torch.compile, whose
+        graphs are made for the batch's rows), one process (tensor parallelism broadcasts the beam's choice from
+        rank 0: every rank would have to agree on the rows), no target prefix?"""
+        from eole.decoders.rnn_decoder import RNNDecoderBase
+
+        static = EOLE_TORCH_COMPILE if self.dynamic_shapes is None else not self.dynamic_shapes
+        return (isinstance(self.model.decoder, RNNDecoderBase) and not static
+                and getattr(self, "parallel_gpu", 1) <= 1 and not self.tgt_file_prefix)
+
+    def _predict_batch_with_strategy(self, batch, decode_strategy):
+        """eole's decode loop, or, where the search skips its dead rows (``-prune_dead``:
+        ``LineageBeamSearch.prunes``, asked for by ``_certified`` where ``_may_decode_needed_rows``),
+        ``_decode_needed_rows``."""
+        if isinstance(decode_strategy, CertifiedBeamSearch) and decode_strategy.will_prune():
+            return self._decode_needed_rows(batch, decode_strategy)
+        return super()._predict_batch_with_strategy(batch, decode_strategy)
+
+    def _decode_needed_rows(self, batch, decode_strategy):
+        """eole 0.6.4's ``Translator._predict_batch_with_strategy`` (an RNN decoder, eager, dynamic shapes, one
+        process, no target prefix, no estimator: ``Certified`` refuses one) that runs the decoder, the generator and the log-softmax
+        only for the rows the search needs (``search.dead``), as OpenNMT-py's (``opennmt.translator``).
+
+        The decoder's state (an RNN's hidden state and input feed) holds the rows decoded last (``rows``, in order), not the beam's ``B * beam``: where eole reorders it by the beam's
+        parents (``select_indices``), this reorders it by ``where[select_indices]`` at the rows needed next,
+        ``where`` being each decoded row's place in the state: one gather, as eole's. A needed row's parent was
+        decoded (its bound is at least its child's, so it was needed). The other rows' log-probabilities are
+        whatever ``search.dead.spread`` leaves there: numbers at most 0, all the proof needs. A step decodes at
+        least ``search.dead.LEAST_ROWS`` rows. The estimator's values are eole's without an estimator: ones."""
+        from time import time
+
+        parallel_paths = decode_strategy.parallel_paths
+        decode_strategy.parallel_gpu = 1
+        decode_strategy.static_batch_size = False
+        batch_size = len(batch["srclen"])
+        if self.report_time:
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            beg_time = time()
+        src, enc_final_hs, enc_out, src_len = self._run_encoder(batch)
+        self.model.decoder.init_state(enc_out=enc_out, enc_final_hs=enc_final_hs)
+        gold_score, gold_log_probs = self._gold_score(batch, enc_out, src_len, enc_final_hs, batch_size, src)
+        fn_tile, enc_out = decode_strategy.initialize(enc_out, src_len, target_prefix=None)
+        assert decode_strategy.prunes
+        if fn_tile is not None:
+            self.model.decoder.map_state(fn_tile)
+        if self.report_time:
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            self.step0_time.append(time() - beg_time)
+        self._log_inference_backends()
+        device = decode_strategy.alive_seq.device
+        rows, n = decode_strategy.rows_to_decode(device, dead.LEAST_ROWS)
+        self.model.decoder.map_state(lambda state: state[rows])
+        scores = None  # the (B * beam, V) log-probabilities the beam reads (``search.dead.spread``)
+        for step in range(decode_strategy.max_length):
+            total = decode_strategy.alive_seq.shape[0]
+            everything = rows.shape[0] == total  # every row decoded, in order
+            decoder_input = decode_strategy.current_predictions.view(-1, 1)
+            memory, lengths = enc_out, decode_strategy.src_len
+            if not everything:
+                decoder_input, lengths = decoder_input[rows], lengths[rows]
+                memory = tuple(x[rows] for x in enc_out) if isinstance(enc_out, tuple) else enc_out[rows]
+            log_probs, _ = self._decode_and_generate(decoder_input, memory, src_len=lengths, step=step,
+                                                     return_attn=False)
+            if not everything:
+                scores = dead.spread(scores, rows, log_probs, total)
+                log_probs = scores
+            decode_strategy.advance(log_probs, None)
+            any_finished = any([any(sublist) for sublist in decode_strategy.is_finished_list])
+            if any_finished:
+                decode_strategy.update_finished()
+                if decode_strategy.done:
+                    break
+            select_indices = decode_strategy.select_indices
+            if any_finished:
+                enc_out = tuple(x[select_indices] for x in enc_out) if isinstance(enc_out, tuple) \
+                    else enc_out[select_indices]
+            # each decoded row's place in the state (0 for the others: a row that descends from one is not
+            # needed, and its log-probabilities, whatever they are, are at most 0, all the proof asks)
+            if everything:
+                where = None
+            else:
+                where = torch.zeros(total, dtype=torch.long, device=device)
+                where[rows] = torch.arange(rows.shape[0], device=device)
+            rows, n = decode_strategy.rows_to_decode(device, dead.LEAST_ROWS)
+            state_rows = select_indices[rows] if where is None else where[select_indices[rows]]
+            self.model.decoder.map_state(lambda state: state[state_rows])
+            self.model.decoder._extend_cache()  # as eole's loop (a no-op without dynamic shapes)
+        self.model.decoder._disable_cache()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        estim = [[1.0] * parallel_paths for _ in range(batch_size)]
+        return self.report_results(gold_score, gold_log_probs, batch, batch_size, decode_strategy, estim)
 
 
 class CertifiedGeneratorLM(Certified, GeneratorLM):

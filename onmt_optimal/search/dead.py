@@ -59,7 +59,8 @@ Where it is asked for but does not hold, nothing is skipped and nothing else cha
 skipped 0 rows (``search.record``'s ``rows_skipped``).
 
 **Where the decoder's rows go.** OpenNMT-py's and eole's decode loops (``opennmt.translator``,
-``eole.translator``: ``_decode_needed_rows``) keep the decoder's state (an RNN's hidden state, a transformer's
+``eole.translator``: ``_decode_needed_rows``; eole's for an RNN decoder only, as its transformer's CPU attention
+gives a row other last bits at another place in the batch) keep the decoder's state (an RNN's hidden state, a transformer's
 per-row cache) for the decoded rows only, and compose the beam's reorder with the compaction, so the state is
 gathered once a step, as stock does; a needed row's parent was decoded (its bound is at least its child's), so its
 state is there.
