@@ -35,8 +35,6 @@ class _EoleStep(LineageBeamSearch):
     """eole's step for the core (see the module docstring); mixed into both of eole's beam searches."""
 
     CONTRACT = contract.EOLE_CONTRACT
-    #: eole's decode loop decodes every row: the dead rows are not skipped (``search.dead``; OpenNMT-py only, so far)
-    prune_dead = False
 
     def __init__(self, *args, rules: list, top_k: TopK = top_k, host: str | None = AUTO, **kwargs):
         super().__init__(*args, **kwargs)  # eole's BeamSearch or BeamSearchLM
