@@ -137,17 +137,29 @@ def reference_scorer(case, b: int):
                                      target=target)
 
 
+def references(case, reference):
+    """Per example ``b`` of the case: ``b``, the plain-Python ``reference(model, b, beam, max_length)`` (its
+    completed hypotheses, or a tuple that starts with them) and ``reference_scorer``'s score of one."""
+    model = case_model(case)
+    for b in range(case["batch"]):
+        yield b, reference(model, b, case["beam"], case["max_length"]), reference_scorer(case, b)
+
+
+def assert_best_score(strategy, b: int, completed: list, score):
+    """The strategy's 1-best score of example ``b`` is the best ``score`` of ``completed`` (float32 against the
+    reference's float64: within 1e-4); returns that best hypothesis."""
+    best = best_of(completed, score)
+    assert math.isclose(strategy.scores[b][0], score(best), rel_tol=1e-4, abs_tol=1e-4)
+    return best
+
+
 @SETTINGS
 @given(cases())
 def test_answer_is_the_best_completed_hypothesis_of_a_brute_force_beam(case):
     strategy = decode(case, "optimal")
-    model = case_model(case)
-    for b in range(case["batch"]):
-        completed = reference_beam(model, b, case["beam"], case["max_length"])
-        score = reference_scorer(case, b)
-        best = best_of(completed, score)
-        got_score, got_pred = strategy.scores[b][0], strategy.predictions[b][0].tolist()
-        assert math.isclose(got_score, score(best), rel_tol=1e-4, abs_tol=1e-4)
+    for b, completed, score in references(case, reference_beam):
+        best = assert_best_score(strategy, b, completed, score)
+        got_pred = strategy.predictions[b][0].tolist()
         if got_pred != list(best[1]):  # only a float32-vs-float64 near-tie may pick another hypothesis
             runner_up = [score(h) for h in completed if list(h[1]) == got_pred]
             assert runner_up and math.isclose(runner_up[0], score(best), rel_tol=1e-4, abs_tol=1e-4)
@@ -168,12 +180,8 @@ def test_raw_log_prob_never_stops_later_than_default_and_agrees_on_the_1_best(ca
 @given(cases())
 def test_shrinking_beam_matches_a_plain_shrinking_beam(case):
     strategy = decode(case, "shrinking")
-    model = case_model(case)
-    for b in range(case["batch"]):
-        completed, steps = reference_shrinking(model, b, case["beam"], case["max_length"])
-        score = reference_scorer(case, b)
-        best = best_of(completed, score)
-        assert math.isclose(strategy.scores[b][0], score(best), rel_tol=1e-4, abs_tol=1e-4)
+    for b, (completed, steps), score in references(case, reference_shrinking):
+        assert_best_score(strategy, b, completed, score)
         assert strategy.search_stats[b]["steps"] == steps
         assert strategy.search_stats[b]["completed"] == len(completed)
 
