@@ -23,7 +23,7 @@ from helpers import one_line, toy_eole
 from helpers.float32 import score_tolerance
 from helpers.one_line import partials
 from helpers.rules import EXACT_RULES
-from helpers.signals import as_from_a_terminal
+from helpers.signals import as_from_a_terminal, signalled_once_ready
 
 COMMON = ["-max_length_ratio", "0", "-max_length", "30"]
 
@@ -353,18 +353,11 @@ def test_a_full_disk_is_one_line_and_loses_nothing(encoder_decoder, src, tmp_pat
 def test_a_signal_during_a_decode_is_one_line_and_loses_nothing(encoder_decoder, large_src, tmp_path, signum,
                                                                status):
     out, stats_file = earlier_files(tmp_path)
-    proc = subprocess.Popen([EOLE, "predict", "-model_path", encoder_decoder, "-src", large_src, "-output", out,
-                             "-stats_file", stats_file, *OURS], env=ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
-    seen = []
-    for line in proc.stderr:  # eole logs this line just before it decodes
-        seen.append(line)
-        if "Inference extensions" in line:
-            break
-    proc.send_signal(signum)
-    seen.append(proc.stderr.read())
-    proc.wait(timeout=120)
-    line = one_error_line(proc.returncode, "".join(seen), status)
+    argv = [EOLE, "predict", "-model_path", encoder_decoder, "-src", large_src, "-output", out, "-stats_file",
+            stats_file, *OURS]
+    # "Inference extensions": eole logs this line just before it decodes
+    returncode, stderr = signalled_once_ready(argv, ENV, signum, as_from_a_terminal, "Inference extensions")
+    line = one_error_line(returncode, stderr, status)
     assert ("interrupted" if signum == signal.SIGINT else "terminated") in line
     assert out.read_text() == EARLIER and stats_file.read_text() == EARLIER_STATS and partials(tmp_path) == []
 

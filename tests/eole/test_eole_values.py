@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from helpers import one_line, toy_eole
+from helpers.bad_yaml import alias_bomb
 from helpers.one_line import partials, wait_for_torch
-from helpers.signals import as_from_a_session, as_from_a_terminal
+from helpers.signals import as_from_a_session, as_from_a_terminal, signalled_once_ready
 
 EOLE = str(Path(sys.executable).parent / "eole")
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
@@ -44,10 +45,7 @@ def test_values_that_broke_float32_scores_are_one_line(ours, encoder_decoder, sr
 
 
 #: 9**6 values (a few MB once expanded: enough to be refused, small enough for the code it guards against)
-BOMB = "\n".join([
-    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
-    *[f"{n}: &{n} [{','.join(['*' + p] * 9)}]" for p, n in zip("abcde", "bcdef")],
-]) + "\n"
+BOMB = alias_bomb(6)
 
 
 def test_an_alias_bomb_config_is_one_line(ours, encoder_decoder, src, tmp_path):
@@ -72,18 +70,11 @@ def test_sighup_during_a_decode_is_one_line_and_loses_nothing(encoder_decoder, l
     out, stats_file = tmp_path / "out.txt", tmp_path / "stats.jsonl"
     out.write_text("earlier\n")
     stats_file.write_text("{}\n")
-    proc = subprocess.Popen([EOLE, "predict", "-model_path", encoder_decoder, "-src", large_src, "-output", out,
-                             "-stats_file", stats_file, *OURS], env=ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_session)
-    seen = []
-    for line in proc.stderr:  # eole logs this line just before it decodes
-        seen.append(line)
-        if "Inference extensions" in line:
-            break
-    proc.send_signal(signal.SIGHUP)
-    seen.append(proc.stderr.read())
-    proc.wait(timeout=120)
-    line = one_error_line(proc.returncode, "".join(seen), 129)
+    argv = [EOLE, "predict", "-model_path", encoder_decoder, "-src", large_src, "-output", out, "-stats_file",
+            stats_file, *OURS]
+    # "Inference extensions": eole logs this line just before it decodes
+    returncode, stderr = signalled_once_ready(argv, ENV, signal.SIGHUP, as_from_a_session, "Inference extensions")
+    line = one_error_line(returncode, stderr, 129)
     assert "SIGHUP" in line
     assert out.read_text() == "earlier\n" and stats_file.read_text() == "{}\n" and partials(tmp_path) == []
 

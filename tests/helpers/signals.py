@@ -9,6 +9,7 @@ command has it.
 from __future__ import annotations
 
 import signal
+import subprocess
 
 
 def as_from_a_terminal() -> None:
@@ -19,3 +20,20 @@ def as_from_a_terminal() -> None:
 def as_from_a_session() -> None:
     """SIGHUP's default action: a closing terminal's hang-up finds the child."""
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def signalled_once_ready(argv: list, env: dict, signum: int, preexec_fn, ready: str) -> tuple[int, str]:
+    """``argv`` run (stdout dropped) until its stderr shows a line with ``ready``, then sent ``signum``: its exit
+    status and all its stderr. ``preexec_fn``: ``as_from_a_terminal`` or ``as_from_a_session``, so the signal
+    finds it."""
+    proc = subprocess.Popen([str(a) for a in argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=preexec_fn)
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if ready in line:
+            break
+    proc.send_signal(signum)
+    seen.append(proc.stderr.read())
+    proc.wait(timeout=120)
+    return proc.returncode, "".join(seen)
