@@ -22,31 +22,21 @@ def max_length(translator, batch) -> int:
     return translator.max_length
 
 
+#: the beam search's arguments that both toolkits' translators hand over as they hold them, by the attribute that
+#: holds each (the same in OpenNMT-py 3.5.1 and eole 0.6.4; ``contract.Translator`` lists what is read of one)
+AS_HELD = {"pad": "_tgt_pad_idx", "bos": "_tgt_bos_idx", "eos": "_tgt_eos_idx", "unk": "_tgt_unk_idx",
+           "start": "_tgt_start_with", "n_best": "n_best", "global_scorer": "global_scorer",
+           "min_length": "min_length", "block_ngram_repeat": "block_ngram_repeat",
+           "exclusion_tokens": "_exclusion_idxs", "stepwise_penalty": "stepwise_penalty", "ratio": "ratio",
+           "ban_unk_token": "ban_unk_token"}
+
+
 def build(cls, translator, search, batch_size: int, max_length: int, attn_debug: bool):
     """``cls`` (a ``beam_search.LineageBeamSearch``) built as both toolkits' translators build their own beam search
-    (the same attributes in OpenNMT-py 3.5.1 and eole 0.6.4), with ``search``'s rules and host."""
-    t = translator
-    return cls(
-        t.beam_size,
-        batch_size=batch_size,
-        pad=t._tgt_pad_idx,
-        bos=t._tgt_bos_idx,
-        eos=t._tgt_eos_idx,
-        unk=t._tgt_unk_idx,
-        start=t._tgt_start_with,
-        n_best=t.n_best,
-        global_scorer=t.global_scorer,
-        min_length=t.min_length,
-        max_length=max_length,
-        return_attention=attn_debug or t.replace_unk,
-        block_ngram_repeat=t.block_ngram_repeat,
-        exclusion_tokens=t._exclusion_idxs,
-        stepwise_penalty=t.stepwise_penalty,
-        ratio=t.ratio,
-        ban_unk_token=t.ban_unk_token,
-        rules=search.rules,
-        host=search.host,
-    )
+    (``AS_HELD``, then the decode's batch size, length limit and attention), with ``search``'s rules and host."""
+    held = {argument: getattr(translator, attribute) for argument, attribute in AS_HELD.items()}
+    return cls(translator.beam_size, batch_size=batch_size, max_length=max_length,
+               return_attention=attn_debug or translator.replace_unk, rules=search.rules, host=search.host, **held)
 
 
 def beam_of_one(translator, search, attn_debug: bool) -> bool:
