@@ -37,9 +37,7 @@ def model(toy_model) -> Path:
 
 @pytest.fixture(scope="session")
 def src(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("data")
-    toy.write_corpus(d / "test", 40, seed=3, max_len=14)
-    return d / "test.src"
+    return toy.source_file(tmp_path_factory.mktemp("data"), "test", 40, seed=3, max_len=14)
 
 
 def _runner(worker):
@@ -198,6 +196,19 @@ def assert_same_decodes(a: Path, b: Path, stats: Path, n_best: int = 1):
     assert_same_answers(a.read_text().splitlines(), b.read_text().splitlines(), read_stats(stats), n_best)
 
 
+def optimal_beside(translate, model, src, tmp_path: Path, common: list, other: str, n_best: int = 1) -> list:
+    """``-stopping optimal`` and ``-stopping other`` on ``common``, each ``one_batch_and_batched`` into
+    ``tmp_path`` (outputs ``opt``, ``other``; statistics ``o``, ``x``), checked by ``assert_same_decodes``; returns
+    the two statistics (optimal's, other's) in batches, then one sentence a batch."""
+    one_batch_and_batched(translate, model, src, tmp_path / "opt", *common, "-stopping", "optimal",
+                          stats=tmp_path / "o")
+    one_batch_and_batched(translate, model, src, tmp_path / other, *common, "-stopping", other,
+                          stats=tmp_path / "x")
+    assert_same_decodes(tmp_path / "opt", tmp_path / other, tmp_path / "o", n_best=n_best)
+    return [(read_stats(f"{tmp_path / 'o'}{suffix}"), read_stats(f"{tmp_path / 'x'}{suffix}"))
+            for suffix in ("", ".b1")]
+
+
 @pytest.mark.parametrize("args", [
     ["-length_penalty", "none", "-min_length", "2", "-max_length", "8", "-max_length_ratio", "0", "-with_score"],
     ["-length_penalty", "wu", "-alpha", "0.6", "-with_score"],
@@ -230,13 +241,7 @@ def test_beam_of_one(translate, model, src, tmp_path, args):
 
 def test_optimal_with_log_prob_returns_default_answers_in_no_more_steps(translate, model, src, tmp_path):
     common = ["-length_penalty", "none", "-beam_size", "5", "-with_score"]
-    one_batch_and_batched(translate, model, src, tmp_path / "opt", *common, "-stopping", "optimal",
-                          stats=tmp_path / "o")
-    one_batch_and_batched(translate, model, src, tmp_path / "def", *common, "-stopping", "default",
-                          stats=tmp_path / "d")
-    assert_same_decodes(tmp_path / "opt", tmp_path / "def", tmp_path / "o")
-    for suffix in ("", ".b1"):
-        opt, dflt = read_stats(f"{tmp_path / 'o'}{suffix}"), read_stats(f"{tmp_path / 'd'}{suffix}")
+    for opt, dflt in optimal_beside(translate, model, src, tmp_path, common, "default"):
         assert all(o["steps"] <= d["steps"] for o, d in zip(opt, dflt, strict=True))
         assert sum(o["steps"] for o in opt) < sum(d["steps"] for d in dflt)
         assert {o["stop_reason"] for o in opt} <= {"certificate", "all_finished", "max_length"}
@@ -245,13 +250,8 @@ def test_optimal_with_log_prob_returns_default_answers_in_no_more_steps(translat
 def test_bounded_reward_equals_exhaustive_beam_and_stats_are_consistent(translate, model, src, tmp_path):
     common = ["-length_penalty", "none", "-beam_size", "4", "-with_score", "-length_reward", "1.0",
               "-length_ratio", "1.5", "-n_best", "2"]
-    one_batch_and_batched(translate, model, src, tmp_path / "opt", *common, "-stopping", "optimal",
-                          stats=tmp_path / "o")
-    one_batch_and_batched(translate, model, src, tmp_path / "exh", *common, "-stopping", "exhaustive",
-                          stats=tmp_path / "e")
-    assert_same_decodes(tmp_path / "opt", tmp_path / "exh", tmp_path / "o", n_best=2)
-    for suffix in ("", ".b1"):
-        opt, exh = read_stats(f"{tmp_path / 'o'}{suffix}"), read_stats(f"{tmp_path / 'e'}{suffix}")
+    decodes = optimal_beside(translate, model, src, tmp_path, common, "exhaustive", n_best=2)
+    for suffix, (opt, exh) in zip(("", ".b1"), decodes):
         lines = Path(f"{tmp_path / 'opt'}{suffix}").read_text().splitlines()[::2]  # the 1-best of each pair
         for record, other, line in zip(opt, exh, lines, strict=True):
             text, score = line.rsplit("\t", 1)
@@ -313,13 +313,7 @@ def test_with_score_works_where_stock_crashes(translate, stock, model, src, tmp_
 @pytest.mark.parametrize("rule", EXACT_RULES, ids=" ".join)
 def test_every_exact_rule_equals_the_exhaustive_beam(translate, model, src, tmp_path, rule):
     common = [*rule, "-beam_size", "4", "-with_score", "-max_length_ratio", "0", "-max_length", "30"]
-    one_batch_and_batched(translate, model, src, tmp_path / "opt", *common, "-stopping", "optimal",
-                          stats=tmp_path / "o")
-    one_batch_and_batched(translate, model, src, tmp_path / "exh", *common, "-stopping", "exhaustive",
-                          stats=tmp_path / "e")
-    assert_same_decodes(tmp_path / "opt", tmp_path / "exh", tmp_path / "o")
-    for suffix in ("", ".b1"):
-        opt, exh = read_stats(f"{tmp_path / 'o'}{suffix}"), read_stats(f"{tmp_path / 'e'}{suffix}")
+    for opt, exh in optimal_beside(translate, model, src, tmp_path, common, "exhaustive"):
         assert all(o["steps"] <= e["steps"] for o, e in zip(opt, exh, strict=True))
 
 

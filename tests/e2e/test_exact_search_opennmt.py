@@ -25,20 +25,13 @@ T = 30
 
 
 @pytest.fixture(scope="session")
-def oracle_model(toy_model) -> Path:
-    return toy_model
-
-
-@pytest.fixture(scope="session")
 def short_src(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("oracle_data")
-    toy.write_corpus(d / "short", 5, seed=11, min_len=2, max_len=6)
-    return d / "short.src"
+    return toy.source_file(tmp_path_factory.mktemp("oracle_data"), "short", 5, seed=11, min_len=2, max_len=6)
 
 
 @pytest.fixture(scope="session")
-def loaded(oracle_model):
-    vocabs, model, _ = load_model(oracle_model)
+def loaded(toy_model):
+    vocabs, model, _ = load_model(toy_model)
     return vocabs, model
 
 
@@ -68,9 +61,9 @@ def assert_matches_teacher_forcing(scorer, model, ids):
             state = scorer.extend(state, tok)
 
 
-def test_adapter_log_probs_match_greedy_onmt_translate(oracle_model, short_src, loaded, our_worker, tmp_path):
+def test_adapter_log_probs_match_greedy_onmt_translate(toy_model, short_src, loaded, our_worker, tmp_path):
     vocabs, model = loaded
-    greedy = onmt_translate(our_worker, oracle_model, short_src, tmp_path / "greedy", "-beam_size", "1", "-length_penalty",
+    greedy = onmt_translate(our_worker, toy_model, short_src, tmp_path / "greedy", "-beam_size", "1", "-length_penalty",
                             "none")
     rule = StockScore("none")
     for src_line, (tokens, score) in zip(short_src.read_text().splitlines(), greedy):
@@ -92,10 +85,10 @@ def test_adapter_log_probs_match_greedy_onmt_translate(oracle_model, short_src, 
 
 @pytest.mark.parametrize("flags", [[], ["-length_reward", "1.0", "-length_ratio", "1.5"]],
                          ids=["logprob", "bounded_reward"])
-def test_oracle_is_never_below_onmt_translate_beam(oracle_model, short_src, loaded, our_worker, tmp_path, flags):
+def test_oracle_is_never_below_onmt_translate_beam(toy_model, short_src, loaded, our_worker, tmp_path, flags):
     vocabs, model = loaded
     stats = tmp_path / "stats.jsonl"
-    beam = onmt_translate(our_worker, oracle_model, short_src, tmp_path / "beam", "-beam_size", "5",
+    beam = onmt_translate(our_worker, toy_model, short_src, tmp_path / "beam", "-beam_size", "5",
                           "-length_penalty", "none", "-stopping", "optimal", "-stats_file", str(stats), *flags)
     records = [json.loads(line) for line in stats.read_text().splitlines()]
     rule = StockScore("none") if not flags else BoundedWordReward(1.0, 1.5)
@@ -110,10 +103,10 @@ def test_oracle_is_never_below_onmt_translate_beam(oracle_model, short_src, load
         assert res.stop_reason == STOP_OPTIMAL
 
 
-def test_search_errors_script(oracle_model, short_src, tmp_path):
+def test_search_errors_script(toy_model, short_src, tmp_path):
     out = tmp_path / "report.json"
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[2] / "scripts" / "search_errors.py"),
-                           "--model", str(oracle_model), "--src", str(short_src), "--beam_size", "2",
+                           "--model", str(toy_model), "--src", str(short_src), "--beam_size", "2",
                            "--max_length", str(T), "--max_src_tokens", "5", "--json", str(out)],
                           env=ENV, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -32,7 +32,15 @@ def write_corpus(path: Path, n: int, seed: int, min_len: int = 1, max_len: int =
             ft.write(" ".join(target_of(src)) + "\n")
 
 
-TRAIN_YAML = """\
+
+def source_file(folder: Path, name: str, n: int, seed: int, **lengths) -> Path:
+    """``folder/name.src``: ``n`` source lines of the task (``write_corpus``, its targets beside them)."""
+    write_corpus(folder / name, n, seed, **lengths)
+    return folder / f"{name}.src"
+
+#: the corpus part of a training config, as OpenNMT-py and eole (which kept its keys) both read it: the task's
+#: train and valid files in the folder ``{d}``, the vocabularies and the samples built there
+CORPUS_YAML = """\
 save_data: {d}/run
 src_vocab: {d}/vocab.src
 tgt_vocab: {d}/vocab.tgt
@@ -44,6 +52,9 @@ data:
   valid:
     path_src: {d}/valid.src
     path_tgt: {d}/valid.tgt
+"""
+
+TRAIN_YAML = CORPUS_YAML + """\
 encoder_type: rnn
 decoder_type: rnn
 rnn_type: LSTM

@@ -18,19 +18,8 @@ from pathlib import Path
 
 from helpers import toy
 
-COMMON = """\
-save_data: {d}/run
-src_vocab: {d}/vocab.src
-tgt_vocab: {d}/vocab.tgt
-overwrite: true
-{share}data:
-  corpus_1:
-    path_src: {d}/train.src
-    path_tgt: {d}/train.tgt
-  valid:
-    path_src: {d}/valid.src
-    path_tgt: {d}/valid.tgt
-training:
+COMMON = toy.CORPUS_YAML + """\
+{share}training:
   model_path: {d}/model
   train_steps: {steps}
   valid_steps: 100000
