@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import toy
+from helpers.bad_yaml import alias_bomb
 from onmt_optimal import __main__ as cli
 from helpers.one_line import one_error_line, partials, wait_for_torch
 from helpers.signals import as_from_a_session, as_from_a_terminal
@@ -75,10 +76,7 @@ def test_statistics_are_strict_json_at_the_largest_reward(our_worker, toy_model,
 
 
 #: 9**6 values (a few MB once expanded: enough to be refused, small enough for the code it guards against)
-BOMB = "\n".join([
-    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
-    *[f"{n}: &{n} [{','.join(['*' + p] * 9)}]" for p, n in zip("abcde", "bcdef")],
-]) + "\n"
+BOMB = alias_bomb(6)
 
 
 @pytest.mark.parametrize("case", ["alias bomb", "stats_file mapping", "output mapping"])
