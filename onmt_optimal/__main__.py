@@ -5,7 +5,8 @@ Usage: python -m onmt_optimal COMMAND [ARGS]   (also: onmt-optimal COMMAND [ARGS
     translate ARGS    onmt_translate with the onmt-optimal flags (works even without the import hook)
     ratio ...         estimate the length ratio rho on a dev set, in model tokens (--help)
     sweep ...         decode a dev set for beam sizes x rewards, one decode per beam (--help); with
-                      --tokenizer MODEL_DIR, a transformers checkpoint's (sweep --tokenizer X --help)
+                      --tokenizer MODEL_DIR, a transformers checkpoint's (sweep --tokenizer X --help);
+                      with --vllm MODEL, a vLLM model's (sweep --vllm X --help)
     install-hook      (re)write onmt_optimal.pth into site-packages so stock onmt_translate gets the flags
     uninstall-hook    remove that file (pip uninstall onmt-optimal removes the one the package ships)
     stock-translate ARGS  stock OpenNMT-py onmt_translate, for comparisons: no onmt-optimal, only the
