@@ -128,9 +128,10 @@ def snippet(row: dict, ratio: float, max_tokens: int) -> str:
     server request's fields (``request_line``)."""
     from onmt_optimal.tools.sweep_report import label
 
+    ours = " and from onmt_optimal.vllm import optimal_beam_search" if row["family"] != "default" else ""
     return (f"# best on the sweep's dev set: {label(row)}, BLEU {row['bleu']:.2f}, length ratio "
             f"{row['length_ratio']:.3f}, mean steps {row['mean_steps']:.2f}; with from vllm.sampling_params import "
-            f"BeamSearchParams and from onmt_optimal.vllm import optimal_beam_search:\n"
+            f"BeamSearchParams{ours}:\n"
             f"{call_line(row, ratio, max_tokens)}\n"
             f"# the same setting as a request's fields to vLLM's server (/v1/completions):\n"
             f"{request_line(row, ratio, max_tokens)}\n")
