@@ -36,17 +36,6 @@ def translate(argv: list[str]) -> None:
     onmt.bin.translate.main()
 
 
-def _read(path: str, unescape: bool = False) -> list[str]:
-    """The lines of ``path``; with ``unescape``, cleaned as the shipped models' training data was (Moses
-    escapes undone, whitespace collapsed: ``onmt_optimal.tools.text.normalize``)."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    if not unescape:
-        return lines
-    from onmt_optimal.tools.text import normalize
-
-    return [normalize(line, unescape=True) for line in lines]
-
-
 UNESCAPE_HELP = ("undo Moses escapes (&apos; &quot; &amp; @-@ ...) in the source and references first, as the "
                  "training data of the shipped TVsub model was cleaned (scripts/prepare_data.py --unescape-moses)")
 
