@@ -68,6 +68,11 @@ class Draw:
         return 1 if printed(self.ci_low, 2) > 0 else -1 if printed(self.ci_high, 2) < 0 else 0
 
 
+def _shown(field: str) -> property:
+    """A ``Comparison``'s figure that is its shown draw's (the first seed's) ``field``."""
+    return property(lambda self: getattr(self.shown, field), doc=f"the shown draw's ``{field}``")
+
+
 @dataclass(frozen=True)
 class Comparison:
     """System minus baseline on one set of sentences, under each seed of ``SEEDS`` (``draws``, the first shown)."""
@@ -87,17 +92,9 @@ class Comparison:
     def shown(self) -> Draw:
         return self.draws[0]
 
-    @property
-    def p(self) -> float:
-        return self.shown.p
-
-    @property
-    def ci_low(self) -> float:
-        return self.shown.ci_low
-
-    @property
-    def ci_high(self) -> float:
-        return self.shown.ci_high
+    p = _shown("p")
+    ci_low = _shown("ci_low")
+    ci_high = _shown("ci_high")
 
     @property
     def resolved_under(self) -> int:
