@@ -81,13 +81,6 @@ def toy_model(tmp_path_factory):
     return toy.train_toy_model(tmp_path_factory.mktemp("toy"), steps=300)
 
 
-@pytest.fixture(scope="session")
-def our_worker(tmp_path_factory):
-    """``our_worker.run(*args)``: ``onmt_translate *args`` with the plugin, in one process shared by the whole run."""
-    yield from Worker.for_session(tmp_path_factory, stock=False)
-
-
-@pytest.fixture(scope="session")
-def stock_worker(tmp_path_factory):
-    """``stock_worker.run(*args)``: stock OpenNMT-py 3.5.1 ``onmt_translate *args`` (ONMT_OPTIMAL_DISABLE=1)."""
-    yield from Worker.for_session(tmp_path_factory, stock=True)
+# ``our_worker.run(*args)``: ``onmt_translate *args`` with the plugin; ``stock_worker.run(*args)``: stock
+# OpenNMT-py 3.5.1's
+our_worker, stock_worker = Worker.session_fixtures("our_worker", "stock_worker", "onmt_translate")

@@ -54,13 +54,5 @@ def src(tmp_path_factory) -> Path:
     return d / "test.src"
 
 
-@pytest.fixture(scope="session")
-def ours(tmp_path_factory):
-    """``ours.predict(*args)``: ``eole predict *args`` with the plugin, in one process for the whole run."""
-    yield from Worker.for_session(tmp_path_factory, stock=False)
-
-
-@pytest.fixture(scope="session")
-def stock(tmp_path_factory):
-    """``stock.predict(*args)``: stock eole 0.6.4's ``eole predict *args`` (ONMT_OPTIMAL_DISABLE=1)."""
-    yield from Worker.for_session(tmp_path_factory, stock=True)
+# ``ours.predict(*args)``: ``eole predict *args`` with the plugin; ``stock.predict(*args)``: stock eole 0.6.4's
+ours, stock = Worker.session_fixtures("ours", "stock", "eole predict")

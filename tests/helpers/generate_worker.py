@@ -9,9 +9,6 @@ with ``generate(custom_generate=optimal_beam_search, **settings)`` (or transform
 and scores to ``--output``, and its ``search_stats`` to ``--stats``. Scores are written with ``repr``, which
 round-trips a float exactly. A ``ValueError`` (a refused setting) is one ``error: ...`` line on stderr and
 exit status 1; outputs are written only after the whole input decoded.
-
-The client, the per-run redirection of file descriptors 1 and 2 and the exit-status rules are
-``translate_worker``'s (``Worker``, ``_run_one``).
 """
 from __future__ import annotations
 
@@ -25,11 +22,11 @@ if __package__:  # imported by the check: ``helpers.generate_worker``
 else:  # the worker process runs this file: its folder, ``tests/helpers``, is the first entry of sys.path
     import translate_worker
 
-HERE = Path(__file__).resolve()
-
 
 class Worker(translate_worker.Worker):
-    script = HERE
+    """transformers ``generate`` in this file's process."""
+
+    script = Path(__file__).resolve()
 
 
 _MODELS: dict = {}

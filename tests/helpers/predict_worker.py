@@ -2,9 +2,6 @@
 ``onmt_translate``: each run calls eole's own ``eole.bin.main.main`` with ``sys.argv = ["eole", "predict",
 *args]``, exactly what the ``eole`` console script does. Our side has the import hook active (eole is patched on
 import); the stock side runs with ``ONMT_OPTIMAL_DISABLE=1``: stock eole 0.6.4.
-
-The client, the per-run redirection of file descriptors 1 and 2 and the exit-status rules are
-``translate_worker``'s (``Worker``, ``_run_one``).
 """
 from __future__ import annotations
 
@@ -17,11 +14,11 @@ if __package__:  # imported by the tests: ``helpers.predict_worker``
 else:  # the worker process runs this file: its folder, ``tests/helpers``, is the first entry of sys.path
     import translate_worker
 
-HERE = Path(__file__).resolve()
-
 
 class Worker(translate_worker.Worker):
-    script = HERE
+    """``eole predict`` in this file's process."""
+
+    script = Path(__file__).resolve()
 
     def predict(self, *args):
         return self.run("predict", *args)

@@ -19,6 +19,10 @@ Invariants, per run:
 Protocol: the client writes one JSON object a line to the worker's stdin (``argv``, ``stdout``, ``stderr``:
 paths); the worker answers ``{"returncode": n}`` a line on a duplicate of its original stdout, which no run
 can write to.
+
+The other toolkits' workers (``predict_worker``, ``generate_worker``, ``vllm_worker``) subclass ``Worker`` and
+serve with ``run_jobs``: the client, the per-run redirection of file descriptors 1 and 2 and the exit-status
+rules (``_run_one``) are these, for every toolkit.
 """
 from __future__ import annotations
 
@@ -99,6 +103,23 @@ class Worker:
                      env=dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore"))
         yield worker
         worker.close()
+
+    @classmethod
+    def session_fixtures(cls, ours: str, stock: str, command: str) -> tuple:
+        """A tier's two session fixtures, named ``ours`` and ``stock``: one worker of this kind each for the whole
+        run (``for_session``), running ``command`` with the plugin, and as stock (``ONMT_OPTIMAL_DISABLE=1``)."""
+        import pytest
+
+        def with_the_plugin(tmp_path_factory):
+            yield from cls.for_session(tmp_path_factory, stock=False)
+
+        def as_stock(tmp_path_factory):
+            yield from cls.for_session(tmp_path_factory, stock=True)
+
+        with_the_plugin.__doc__ = f"``{command} *args`` with the plugin, in one process shared by the whole run."
+        as_stock.__doc__ = f"stock ``{command} *args`` (ONMT_OPTIMAL_DISABLE=1), in one process for the whole run."
+        return (pytest.fixture(scope="session", name=ours)(with_the_plugin),
+                pytest.fixture(scope="session", name=stock)(as_stock))
 
 
 def _read(path: Path) -> str:

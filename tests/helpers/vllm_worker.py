@@ -34,12 +34,13 @@ if __package__:  # imported by the check: ``helpers.vllm_worker``
 else:  # the worker process runs this file: its folder, ``tests/helpers``, is the first entry of sys.path
     import translate_worker
 
-HERE = Path(__file__).resolve()
 PARAMS = ("beam_width", "max_tokens", "length_penalty")
 
 
 class Worker(translate_worker.Worker):
-    script = HERE
+    """vLLM's ``LLM.beam_search`` and ``optimal_beam_search`` in this file's process."""
+
+    script = Path(__file__).resolve()
 
 
 _ENGINES: dict = {}
