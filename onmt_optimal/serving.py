@@ -30,14 +30,19 @@ import contextvars
 import errno
 import fcntl
 import json
+import logging
 import os
 import secrets
 import signal
+import socket
 import stat
 import sys
 import threading
+import time
 
-from onmt_optimal import atomic
+from onmt_optimal import atomic, failures
+from onmt_optimal.adapter import lines
+from onmt_optimal.options import OptionError, _same_file, check_appended
 
 #: the HTTP header that carries a request's id, both ways; the longest client id kept
 HEADER, MAX_ID = "X-Request-Id", 128
@@ -114,8 +119,6 @@ class StatsLog:
     def append(self, stats: dict, request: str | None = None) -> None:
         """The records of one request (``stats``: by ``lines.key``), in input order, under ``request`` (None: the
         current request's id)."""
-        from onmt_optimal.adapter import lines
-
         if not stats:
             return
         if request is None:
@@ -145,8 +148,6 @@ class StatsFile:
     def open(cls, path: str, flag: str = "-stats_file") -> "StatsFile":
         """``path`` opened for appending (created if need be), or ``options.OptionError`` in one line: a symbolic
         link, a file with other hard links, a FIFO, a device or a directory (``/dev/null`` is taken)."""
-        from onmt_optimal.options import OptionError
-
         flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
         try:
             fd, readable = _open_appending(path, flags)
@@ -215,9 +216,6 @@ def _lock(path) -> threading.Lock:
 def quiesce(timeout: float = 10.0) -> None:
     """Every append in flight finished and none begun after (the locks taken and kept), and the logging
     handlers' locks too, within ``timeout`` seconds in all."""
-    import logging
-    import time
-
     deadline = time.monotonic() + timeout
     if not _LOCKS_GUARD.acquire(timeout=timeout):
         return
@@ -296,16 +294,12 @@ def _reason(err: OSError) -> str:
 
 def check(flag: str, path: str) -> None:
     """``path`` takes appended records (``options.check_appended``), else one line at start-up."""
-    from onmt_optimal.options import check_appended
-
     check_appended(flag, path)
 
 
 def check_apart(flag: str, path: str, reads=(), writes=(), prefix: str = "") -> None:
     """``path``, written under ``flag``, is none of ``reads`` (``(whose, path)``: files the server reads) nor of
     ``writes`` (files it writes otherwise), by identity; else ``options.OptionError``, one line."""
-    from onmt_optimal.options import OptionError, _same_file
-
     for whose, read in reads:
         if _same_file(path, read):
             raise OptionError(f"{prefix}{flag} {path} is {whose} {read}, which the server reads: writing it would "
@@ -319,8 +313,6 @@ def check_apart(flag: str, path: str, reads=(), writes=(), prefix: str = "") -> 
 def port_problem(host, port) -> str | None:
     """Why a server could not listen on ``host``:``port``, in one line, or None: each address ``host`` resolves to
     is bound for a moment, as the server will (``SO_REUSEADDR``, as uvicorn and waitress set it)."""
-    import socket
-
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         return f"port {port!r} is not a port number (0 to 65535)"
     try:
@@ -344,8 +336,6 @@ def port_problem(host, port) -> str | None:
 def started(prog: str, host, port, config, start):
     """``start()`` once ``host``:``port`` is free (else one line, status 2, before any model loads); a refused
     option or file, or a failed write, ends the command as ``PROG: error: CONFIG: ...``, never a traceback."""
-    from onmt_optimal import failures
-
     problem = port_problem(host, port)
     if problem is not None:
         failures.fail(prog, problem, 2)

@@ -14,15 +14,22 @@ port checked first and the prompt stop.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import json
 import os
+import signal
 import stat
 import sys
 
+import yaml
+
 from onmt_optimal import serving
+from onmt_optimal.eole import files, options
+from onmt_optimal.eole.options import FIELDS
 from onmt_optimal.import_hook import mark, ours
+from onmt_optimal.options import OptionError, _check_writable
 
 PROG = "eole serve"
 
@@ -40,8 +47,6 @@ _server_config: list = [None]
 
 def _ours_in(config: dict) -> bool:
     """Whether a model's ``config`` mapping sets any of our options."""
-    from onmt_optimal.eole.options import FIELDS
-
     return isinstance(config, dict) and any(name in config for name in FIELDS)
 
 
@@ -51,7 +56,6 @@ def patch_server_model() -> None:
     model = module.Model
     if ours(model.get_config):
         return
-    from onmt_optimal.eole import options
 
     module.PredictConfig = options.config_class()
     module.Server.start = _checked_at_start(module.Server.start)
@@ -69,8 +73,6 @@ def _checked(get_config):
         if not _ours_in(self.pre_config):
             return get_config(self)
         from pydantic import ValidationError
-
-        from onmt_optimal.eole import options
 
         try:
             get_config(self)
@@ -109,9 +111,6 @@ def _check_stats_file(config, model_id=None) -> None:
     serves (``_check_site``), links resolved; then it is opened, once (``serving.open_stats``). A relative path is the
     working directory's: ``config.stats_file`` becomes absolute. Checked once per model: when the model loads
     later, the file it opened at start-up is the one it appends to, whatever has been put in its place since."""
-    from onmt_optimal.eole import files, options
-    from onmt_optimal.options import OptionError, _check_writable
-
     given = config.stats_file
     config.stats_file = path = os.path.abspath(given)
     if model_id is not None and (model_id, path) in _CHECKED and path in serving.OPENED:
@@ -141,10 +140,6 @@ _CHECKED: set = set()
 def _site(server_config_path) -> list:
     """``_SITE``'s entries, read from the server's YAML as eole reads it (each model's ``path``, its ``config``'s
     ``log_file``, ``phrase_table`` and transforms' files); nothing where it cannot be read (eole says why)."""
-    import yaml
-
-    from onmt_optimal.eole import files
-
     try:
         with open(server_config_path, encoding="utf-8") as f:
             conf = yaml.safe_load(f)
@@ -172,9 +167,6 @@ def _check_site(path: str) -> None:
     """``path`` (a ``stats_file``) is no file the server reads or writes for any model of its YAML (``_SITE``): a
     model's directory or a file in it, a file its config names, its ``log_file`` (another model's ``stats_file``
     may be the same: they share it)."""
-    from onmt_optimal.eole import files
-    from onmt_optimal.options import OptionError
-
     for model_id, directory, reads, writes in _SITE:
         if directory is not None:
             member = files._in_model(path, directory)
@@ -281,8 +273,6 @@ def _per_request(infer_async):
 async def _unless_stopped(model, decode):
     """``decode`` awaited; cancelled, as uvicorn cancels the requests still in flight when the server stops
     (``patch_serve_command``), it is answered with HTTP 503 and one line instead of a traceback and a 500."""
-    import asyncio
-
     try:
         return await decode
     except asyncio.CancelledError:
@@ -310,8 +300,6 @@ def request_problem(model, settings: dict) -> str | None:
     applies each setting the predictor has, e.g. ``beam_size``, ``n_best``, ``max_length``, ``ratio``, ``top_k``,
     over the model's config for that request: ``update_settings``), checked as ``eole predict`` checks a config;
     None when there is nothing to refuse."""
-    from onmt_optimal.eole import options
-
     predictor = getattr(model.engine, "predictor", None)
     config = getattr(model, "config", None)
     if predictor is None or config is None:
@@ -406,8 +394,6 @@ async def own_option_answer(request, exc):
     from fastapi.exception_handlers import request_validation_exception_handler
     from fastapi.responses import JSONResponse
 
-    from onmt_optimal.eole.options import FIELDS
-
     named = [str(error["loc"][-1]) for error in exc.errors()
              if error.get("type") == "extra_forbidden" and error.get("loc") and error["loc"][-1] in FIELDS]
     if not named:
@@ -434,8 +420,6 @@ def patch_serve_command() -> None:
         return
 
     def run(cls, args):
-        import signal
-
         app = serving.started(PROG, args.host, args.port, getattr(args, "config", "the config"),
                               lambda: module.create_app(args.config))
         previous = serving.stop_on_signals(interrupted=0, if_ignored=True)

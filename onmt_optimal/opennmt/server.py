@@ -14,12 +14,17 @@ from __future__ import annotations
 import errno
 import functools
 import importlib
+import inspect
+import logging
 import os
 import sys
 
 from onmt_optimal import serving
+from onmt_optimal.adapter import lines
 from onmt_optimal.import_hook import mark, ours
+from onmt_optimal.opennmt.server_files import check_config, check_opt, check_written, client_problem, read_key
 from onmt_optimal.option_table import OPENNMT, taken_by
+from onmt_optimal.options import Flags, OptionError, OptionTypeError, Settings, _check_distinct, validate_sizes
 
 PROG = "onmt_server"
 #: our switches: JSON true turns one on, false leaves it off
@@ -60,8 +65,6 @@ def option_error():
     (which ``/clone_model`` answers as an error)."""
     from onmt.translate.translation_server import ServerModelError
 
-    from onmt_optimal.options import OptionError
-
     return type("ServerOptionError", (OptionError, ServerModelError), {"__module__": __name__})
 
 
@@ -71,8 +74,6 @@ def _one_line_parser(parser_class):
 
     class ServerArgumentParser(parser_class):
         def error(self, message):
-            from onmt_optimal.options import OptionError
-
             raise OptionError(" ".join(str(message).split()))
 
     ServerArgumentParser.__qualname__ = ServerArgumentParser.__name__ = parser_class.__name__
@@ -88,8 +89,6 @@ def _no_link_logger(init_logger):
     def init(log_file=None, log_file_level=0, rotate=False, **kwargs):
         logger = init_logger(log_file=None, log_file_level=log_file_level, rotate=rotate, **kwargs)
         if log_file:
-            import logging
-
             handler = _log_handler_class()(log_file, maxBytes=1000000, backupCount=10)  # (stock's rotation)
             handler.setLevel(log_file_level)
             handler.setFormatter(logging.Formatter("[%(asctime)s %(levelname)s] %(message)s"))
@@ -108,8 +107,6 @@ def _log_handler_class():
 
         def _open(self):
             import stat
-
-            from onmt_optimal.options import OptionError
 
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
             try:
@@ -136,8 +133,6 @@ def _parsed(parse_opt):
 
     @functools.wraps(parse_opt)
     def parse(self, opt):
-        from onmt_optimal.opennmt.server_files import check_opt, read_key
-
         check_opt(opt)
         _canonical(opt, read_key)
         _switches(opt)
@@ -147,8 +142,6 @@ def _parsed(parse_opt):
         finally:
             sys.argv = argv
         if getattr(parsed, "ray_workers", 0):
-            from onmt_optimal.options import OptionError
-
             raise OptionError("-ray_workers is onmt_translate's: the server decodes each request in its own process")
         _check_sizes(parsed)
         _check_written(parsed, self.model_root)
@@ -164,8 +157,6 @@ def _parsed(parse_opt):
 def _check_sizes(parsed) -> None:
     """-beam_size, -n_best, -max_length and -batch_size below 1 refused as ``onmt_translate`` refuses them (stock
     started, then answered every request with an internal message)."""
-    from onmt_optimal.options import OptionError, Settings, validate_sizes
-
     own = Settings.read(parsed)
     validate_sizes(own)
     if isinstance(own.batch_size, int) and own.batch_size < 1:
@@ -186,8 +177,6 @@ def _canonical(opt: dict, read_key) -> None:
 
 def _switches(opt: dict) -> None:
     """Our switches in ``opt``: true stays (the bare switch), false is removed (off), anything else is refused."""
-    from onmt_optimal.options import OptionTypeError
-
     for name in SWITCHES:
         if name not in opt:
             continue
@@ -200,8 +189,6 @@ def _switches(opt: dict) -> None:
 def _check_written(parsed, model_root: str) -> None:
     """The files the parsed options make the model write are none the server reads (``check_written``), whatever
     named them (a key, a ``"config"`` YAML)."""
-    from onmt_optimal.opennmt.server_files import check_written
-
     joined = [(flag, getattr(parsed, flag[1:], None)) for flag in ("-stats_file", "-log_file")]
     check_written([(flag, os.path.join(model_root, path)) for flag, path in joined if path and isinstance(path, str)]
                   + [("-dump_beam", getattr(parsed, "dump_beam", None))])
@@ -209,8 +196,6 @@ def _check_written(parsed, model_root: str) -> None:
 
 def _check_stats_file(opt, model_root: str) -> None:
     """``stats_file`` takes appended records, and is neither a model file nor ``log_file``."""
-    from onmt_optimal.options import _check_distinct
-
     serving.check("-stats_file", opt.stats_file)
     log_file = os.path.join(model_root, opt.log_file) if getattr(opt, "log_file", "") else None
     _check_distinct(reads=[("-model", m) for m in opt.models],
@@ -223,8 +208,6 @@ def _named(init):
 
     @functools.wraps(init)
     def __init__(self, opt, model_id, *args, **kwargs):
-        from onmt_optimal.options import OptionError
-
         setattr(self, SETTINGS, dict(kwargs))
         try:
             init(self, opt, model_id, *args, **kwargs)
@@ -256,8 +239,6 @@ def _appending(load):
 def _handing_records(translator, translate):
     @functools.wraps(translate)
     def handing(*args, **kwargs):
-        from onmt_optimal.adapter import lines
-
         result = translate(*args, **kwargs)
         request = serving.CURRENT.get()
         if request is not None:
@@ -302,8 +283,6 @@ def _checked_start(start):
 
     @functools.wraps(start)
     def checked(self, config_file):
-        from onmt_optimal.opennmt.server_files import check_config
-
         _SERVING[:] = [self]
         check_config(config_file)
         return start(self, config_file)
@@ -317,8 +296,6 @@ def _clone_model(self, model_id, opt, timeout=-1):
     fresh id (stock took the body's ``"timeout"`` for it, failed on ``load_time`` with a 500 and left it
     registered), the timeout, its model's files, root and tokenizer, and is loaded. Returns ``(id, load time)``."""
     from onmt.translate.translation_server import ServerModelError
-
-    from onmt_optimal.opennmt.server_files import client_problem
 
     source = self.models.get(model_id)
     if source is None:
@@ -351,8 +328,6 @@ def _with_request_id(run):
 
     @functools.wraps(run)
     def run_request(self, inputs):
-        from onmt_optimal.options import Flags
-
         if not Flags.read(self.opt).active:
             return run(self, inputs)
         flask = sys.modules.get("flask")
@@ -399,8 +374,6 @@ def patch_command() -> None:
 
     @functools.wraps(stock_start)
     def start(config_file, *args, **kwargs):
-        import inspect
-
         serving.stop_on_signals(PROG)
         try:
             bound = inspect.signature(stock_start).bind(config_file, *args, **kwargs)

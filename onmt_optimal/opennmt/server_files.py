@@ -22,9 +22,13 @@ import functools
 import json
 import os
 
+import yaml
+
 from onmt_optimal import serving
+from onmt_optimal.adapter import yaml_guard
 from onmt_optimal.opennmt import run_files
 from onmt_optimal.option_table import OPENNMT, client_options
+from onmt_optimal.options import OptionError, OptionTypeError, _check_writable, check_appended, check_path_type
 
 #: path-typed options of a model's ``"opt"`` (OpenNMT-py's ``dest`` names)
 PATH_OPTIONS = ("save_config", *run_files.READ, *run_files.WRITTEN)
@@ -42,8 +46,6 @@ def check_opt(opt: dict) -> dict:
     as the parser reads it), with the values of a ``"config"`` YAML it loads where ``opt`` sets none: no
     ``"transforms"``, and each path-typed option a string (``5`` or ``["a", "b"]`` would name a file ``5`` or
     ``['a', 'b']``, a YAML ``true`` one named ``True``). Returns the options by ``dest``."""
-    from onmt_optimal.options import OptionError, OptionTypeError, check_path_type
-
     named = by_dest(opt)
     if isinstance(named.get("config"), str):
         for key, value in _config_values(named["config"]).items():
@@ -66,10 +68,6 @@ def check_opt(opt: dict) -> dict:
 def _config_values(path: str) -> dict:
     """The top-level values of the YAML ``path`` a model's ``"config"`` loads (configargparse reads each key as
     the option of that exact name); {} where it cannot be read (the parser then says why, to the operator)."""
-    import yaml
-
-    from onmt_optimal.adapter import yaml_guard
-
     yaml_guard.check("-config", path)  # (a pathological file: one line)
     try:
         with open(path, encoding="utf-8") as f:
@@ -83,8 +81,6 @@ def _yaml_key(key, path: str) -> str:
     """The option a key of a ``"config"`` YAML sets: configargparse takes an option's name as it is and hands any
     other key to the parser as ``--KEY=VALUE``, which reads an abbreviation (``stats_fil``) as the option. Such a
     key is refused (``options.OptionError``), so that the checks read the files the YAML names."""
-    from onmt_optimal.options import OptionError
-
     if not isinstance(key, str) or f"--{key}" in _option_strings():
         return key
     try:
@@ -151,8 +147,6 @@ def read_key(key) -> tuple[str | None, str | None, str | None]:
     Returns ``(dest, option string, explicit argument)``: ``dest`` None for a key the parser does not read as an
     option it knows (it refuses it), the explicit argument not None where the key holds a value of its own
     (``OPTION=VALUE``, ``hX``). Raises ``options.OptionError`` for a key it cannot read (not a string, ambiguous)."""
-    from onmt_optimal.options import OptionError
-
     if key == "models":
         return "models", "-model", None  # stock's own key: "-model" and the model's files
     if not isinstance(key, str) or not key:
@@ -180,8 +174,6 @@ def by_dest(opt: dict) -> dict:
     name (``"stats_fil"``), that holds its value (``"stats_file=/a/file"``, ``"hX"``), that makes the parser exit
     (``"h"``, ``"help"``, ``"save_config"``), and a value that the parser would read as an option
     (``"verbose": "-stats_file=/a/file"``)."""
-    from onmt_optimal.options import OptionError
-
     named = {}
     for key, value in opt.items():
         dest, option_string, explicit = read_key(key)
@@ -208,8 +200,6 @@ EXITING = {"help": "print its help", "save_config": "write a config file"}
 def _check_value(key, value) -> None:
     """A value stock's ``parse_opt`` writes as a token of its own (any but a boolean) must be read as a value:
     ``"verbose": "-stats_file=/a/file"`` would set ``-stats_file``."""
-    from onmt_optimal.options import OptionError
-
     if isinstance(value, bool):
         return
     for token in ([str(v) for v in value] if key == "models" and isinstance(value, list) else [str(value)]):
@@ -226,8 +216,6 @@ def client_problem(opt: dict) -> str | None:
     """Why a client's ``"opt"`` (``/clone_model``) is refused, in one line, or None: each key must name, in full and
     as OpenNMT-py's parser reads it (``read_key``), an option of ``CLIENT_OPTIONS``, a switch must be true or
     false and any other value a word or a number that the parser reads as a value. Nothing of a file is said."""
-    from onmt_optimal.options import OptionError
-
     allowed = CLIENT_OPTIONS
     for key, value in opt.items():
         try:
@@ -261,8 +249,6 @@ def _option_strings() -> dict:
 def check_config(config_file: str) -> None:
     """Everything ``config_file`` makes the server read and write (module docstring), before it reads any of it;
     a refusal is an ``options.OptionError`` naming the model."""
-    from onmt_optimal.options import OptionError
-
     try:
         with open(config_file, encoding="utf-8") as f:
             confs = json.load(f)
@@ -303,8 +289,6 @@ def check_written(writes: list) -> None:
 def _model_files(conf, models_root: str) -> tuple[list, list]:
     """``(reads, writes)`` of one model entry: ``(what, path)`` and ``(flag, path)`` pairs; its own options'
     types and its written files checked (``check_opt``, ``options.check_appended``)."""
-    from onmt_optimal.options import OptionError, _check_writable, check_appended
-
     if not isinstance(conf, dict) or not isinstance(conf.get("opt"), dict):
         raise OptionError('a model is an object whose "opt" is an object ({} for the defaults)')
     if conf.get("models", conf.get("model")) is None:
