@@ -263,7 +263,7 @@ def _sweep_inputs(args, outs: list[tuple[str, str | None]], translate_args: list
     """The beam sizes, rewards and files of a sweep's arguments, every one checked before a model loads
     (``tool_args``): ``outs`` (``(flag, path)``, None where not asked) writable, none a file the run reads, no two
     the same; a --src of no line is refused: no row could be written. Warnings on the text: ``_warn_text``."""
-    from onmt_optimal.options import OptionError
+    from onmt_optimal.errors import OptionError
     from onmt_optimal.tools import args as tool_args
     from onmt_optimal.tools.length_ratio import RatioError, read_corpus
 
@@ -321,7 +321,7 @@ def _sweep(args) -> None:
 def _sweep_ray(args) -> None:
     from onmt_optimal.distributed.cluster import WorkerError
     from onmt_optimal.opennmt.checkpoint import CheckpointError
-    from onmt_optimal.options import OptionError
+    from onmt_optimal.errors import OptionError
     from onmt_optimal.tools.sweep import run_sweep_ray, sweep_decoders
 
     from onmt_optimal.tools import session

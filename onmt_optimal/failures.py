@@ -25,7 +25,7 @@ import sys
 import threading
 
 from onmt_optimal import atomic, import_hook
-from onmt_optimal.errors import Fault  # the base of the faults a user can act on (also taken from here)
+from onmt_optimal.errors import Fault  # the base of the faults a user can act on
 
 
 class Terminated(BaseException):

@@ -3,8 +3,8 @@ checks, the files a run reads and writes, and the search a decode runs.
 
 What the search's options mean and which values they take is ``flags``'s (``Flags``, the one record of their
 values; ``check_search``, the one validation of the search's values and combinations, for every toolkit); the
-errors are ``errors``'s (``OptionError``, ``OptionTypeError``). Both are imported here under their names, so
-``options.Flags``, ``options.check_search``, ``options.OptionError`` ... stay what they were. ``validate`` runs
+errors are ``errors``'s (``OptionError``, ``OptionTypeError``); the checks of the files a run reads and writes
+are ``file_checks``'s. Each name is imported from its own module, never from here. ``validate`` runs
 ``check_search``, with the checks of OpenNMT-py's and eole's other options, once per process with the toolkit's
 own validation of its command line, and (``check_run``) the checks of the files the run reads and writes.
 ``Settings`` is the one typed record of the toolkit's own options the plugin reads: each adapter's entry point
@@ -19,13 +19,12 @@ the table); the Ray flags' combinations are ``distributed.options``'s.
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, fields
 
-# (``Flags``, ``check_search``, ``OptionError``, ``OptionTypeError``, ``_Flags``, ``_raise``: also taken from here)
-from onmt_optimal.errors import OptionError, OptionTypeError
-from onmt_optimal.flags import Flags, _Flags, _raise, check_search, score_switches
+from onmt_optimal import file_checks
+from onmt_optimal.errors import OptionError
+from onmt_optimal.flags import Flags, check_search, score_switches
 from onmt_optimal.option_table import EOLE, OPENNMT, spell
 from onmt_optimal.search import limits, registry
 from onmt_optimal.search.transfer import AUTO
@@ -195,164 +194,11 @@ def _own_score(own: Settings, flags: Flags, global_scorer) -> ScoringRule:
         alpha=global_scorer.alpha, coverage=global_scorer.has_cov_pen, ratio=flags.length_ratio, bound=flags.bound)
 
 
-def _check_writable(flag: str, path: str | None) -> None:
-    """A file we will write at the end must have a directory to go to: say so before the model loads. A file is
-    written beside its target and renamed onto it (``atomic``), so the directory of the file (the file a symbolic
-    link points to) must take a new file; a stream (/dev/stdout, a FIFO) is written in place."""
-    from onmt_optimal.atomic import streamed
-
-    if path == "":
-        raise OptionError(f"{flag} is empty: name a file")
-    if not path or path in (os.devnull, "-"):
-        return
-    if os.path.isdir(path):
-        raise OptionError(f"{flag} {path} is a directory, not a file")
-    if path.endswith(os.sep):
-        # a file's name never ends so: the path names a directory, and the rename onto it (``atomic``) would have
-        # replaced the file before the slash (``keep.txt/``) or made one of a new directory's name (``new/``)
-        raise OptionError(f"{flag} {path} ends with '{os.sep}': it names a directory, not a file")
-    if os.path.exists(path):
-        if not os.access(path, os.W_OK):
-            raise OptionError(f"{flag} {path} is not writable")
-        if streamed(path):
-            return
-        parent = os.path.dirname(os.path.realpath(path))
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise OptionError(f"{flag} {path}: directory {parent} is not writable (the file is written beside "
-                              f"its target, then renamed onto it)")
-        _probe_directory(flag, path, parent)
-        return
-    parent = os.path.dirname(os.path.realpath(path))  # a dangling symbolic link: where its target would be made
-    if not os.path.isdir(parent):
-        raise OptionError(f"{flag} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise OptionError(f"{flag} {path}: directory {parent} is not writable")
-    _probe_directory(flag, path, parent)
-
-
-def _probe_directory(flag: str, path: str, parent: str) -> None:
-    """``parent`` takes a new file, tried: an empty file made there and removed at once. ``os.access`` answers
-    for the permission bits alone, and root passes those everywhere, while a file system such as /sys or /proc
-    refuses new files to root too (the write then failed after the whole decode)."""
-    import tempfile
-
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".onmt-optimal-probe-", dir=parent)
-    except OSError as err:
-        raise OptionError(f"{flag} {path}: directory {parent} takes no new file ({err.strerror or err})") from None
-    os.close(fd)
-    os.unlink(probe)
-
-
-def check_path_type(flag: str, value) -> None:
-    """A path-typed option given in JSON or YAML is a string: ``5`` or ``["a", "b"]`` named a file ``5`` or
-    ``['a', 'b']`` once turned into a command line."""
-    if value is not None and not isinstance(value, str):
-        raise OptionTypeError(f"{flag} must be a file name (a string), got {value!r}")
-
-
-def check_appended(flag: str, path) -> None:
-    """A file a server appends to request by request (its ``stats_file``, its ``log_file``): a name (a string,
-    not ending with ``/``), and a regular file that takes appended lines, or a new one its directory takes. A
-    FIFO (every request would wait on a reader, holding its model's lock), a device or a directory is refused;
-    ``/dev/null`` is taken. Nothing is written: an existing file is opened for appending and closed."""
-    import stat
-
-    check_path_type(flag, path)
-    if not path:
-        raise OptionError(f"{flag} is empty: name a file")
-    if path == os.devnull:
-        return
-    if path.endswith(os.sep):
-        raise OptionError(f"{flag} {path} ends with '{os.sep}': it names a directory, not a file")
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        mode = None
-    if mode is not None and stat.S_ISDIR(mode):
-        raise OptionError(f"{flag} {path} is a directory, not a file")
-    if mode is not None and not stat.S_ISREG(mode):
-        raise OptionError(f"{flag} {path} is not a regular file (a FIFO, a socket or a device): a server appends "
-                          f"to a regular file; name one")
-    if mode is not None:
-        if not os.access(path, os.W_OK):
-            raise OptionError(f"{flag} {path} is not writable")
-        try:
-            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC))
-        except OSError as err:
-            raise OptionError(f"{flag} {path} cannot be appended to ({err.strerror or err})") from None
-        return
-    parent = os.path.dirname(os.path.realpath(path))
-    if not os.path.isdir(parent):
-        raise OptionError(f"{flag} {path}: directory {parent} does not exist")
-    _probe_directory(flag, path, parent)
-
-
-def _same_file(a: str, b: str) -> bool:
-    """Whether paths ``a`` and ``b`` name one file that a run would write as a whole, compared by identity, not by
-    name (``identity``: device and inode of an existing file, links followed; of its directory, with its name, for
-    one to be created), so that ``/proc/self/root/...``, ``/dev/fd/N``, ``a/../b``, a symbolic or a hard link are
-    the file they lead to. Streams are written in place and may well be shared: standard output (``-``), an
-    existing file that is not a regular file (``/dev/null``, a FIFO), and two descriptors' names (``/dev/stdout``
-    and ``/dev/stderr`` a shell sent to one file)."""
-    import stat
-
-    from onmt_optimal.atomic import STDOUT
-
-    if STDOUT in (a, b) or (_descriptor_name(a) and _descriptor_name(b)):
-        return False
-    (one, mode), (other, _) = identity(a), identity(b)
-    if one is None or other is None:
-        return os.path.realpath(a) == os.path.realpath(b)
-    return one == other and (mode is None or stat.S_ISREG(mode))
-
-
-def identity(path: str) -> tuple[tuple | None, int | None]:
-    """``(identity, mode)`` of the file ``path`` names: ``("file", st_dev, st_ino)`` and its mode for an existing
-    file (links followed); ``("new", st_dev, st_ino, name)`` of its directory and None for one not there yet (a
-    dangling link names the file it would create); ``(None, None)`` where its directory does not exist either."""
-    try:
-        st = os.stat(path)
-        return ("file", st.st_dev, st.st_ino), st.st_mode
-    except (OSError, ValueError):
-        pass
-    real = os.path.realpath(path)
-    try:
-        st = os.stat(os.path.dirname(real) or os.curdir)
-    except (OSError, ValueError):
-        return None, None
-    return ("new", st.st_dev, st.st_ino, os.path.basename(real)), None
-
-
-def _descriptor_name(path: str) -> bool:
-    """Whether ``path`` names one of this process's descriptors (``/dev/stdout``, ``/dev/fd/1``, ...)."""
-    full = os.path.abspath(path)
-    return full in ("/dev/stdin", "/dev/stdout", "/dev/stderr") or full.startswith(("/dev/fd/", "/proc/self/fd/"))
-
-
 def _own_files(own: Settings, flags: Flags) -> tuple[tuple, tuple]:
-    """The ``(flag, path)`` pairs ``_check_distinct`` compares by default: the run reads -src, and writes -output,
-    -stats_file and -log_file."""
+    """The ``(flag, path)`` pairs ``file_checks.check_distinct`` compares by default: the run reads -src, and
+    writes -output, -stats_file and -log_file."""
     return ((("-src", own.src),),
             (("-output", own.output), ("-stats_file", flags.stats_file), ("-log_file", own.log_file)))
-
-
-def _check_distinct(reads, writes) -> None:
-    """No file the run writes is one it reads, and no two files it writes are one: one written over the other
-    loses data (stock OpenNMT-py wrote the statistics over the translations, eole the translations over the
-    statistics, an -output equal to -src emptied the source before it was read, and an -output naming the model
-    replaced the checkpoint with the translations). ``reads`` and ``writes`` are ``(flag, path)`` pairs (a
-    path may be None or empty: not given)."""
-    written = [(flag, path) for flag, path in writes if path and isinstance(path, str)]
-    for i, (flag, path) in enumerate(written):
-        for other_flag, other in written[:i]:
-            if _same_file(path, other):
-                raise OptionError(f"{flag} {path} and {other_flag} {other} are the same file: one would overwrite "
-                                  f"the other; name two different files")
-        for read_flag, read in reads:
-            if read and isinstance(read, str) and _same_file(path, read):
-                raise OptionError(f"{flag} {path} is the {read_flag} file, which the run reads: writing it would "
-                                  f"destroy that input; name another file")
 
 
 def _check_device(own: Settings, flags: Flags) -> None:
@@ -406,22 +252,12 @@ def _check_aligned(own: Settings) -> None:
     if not (isinstance(src, str) and isinstance(tgt, str) and src and tgt) or streamed(src) or streamed(tgt):
         return
     try:
-        counts = [_count_lines(path) for path in (src, tgt)]
+        counts = [file_checks.count_lines(path) for path in (src, tgt)]
     except OSError:
         return  # an unreadable file is said elsewhere
     if counts[0] != counts[1]:
         raise OptionError(f"-tgt {tgt} has {counts[1]} lines, -src {src} has {counts[0]}: one target line a source "
                           f"line")
-
-
-def _count_lines(path: str) -> int:
-    """Lines of ``path`` as the toolkits read them (a last line without a newline counts)."""
-    count, last = 0, b"\n"
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            count += chunk.count(b"\n")
-            last = chunk[-1:]
-    return count + (last != b"\n")
 
 
 def option_warnings(own: Settings, flags: Flags) -> list[str]:
@@ -441,19 +277,6 @@ def option_warnings(own: Settings, flags: Flags) -> list[str]:
                    f"line, so no output ever reaches it and the length bound never applies (an estimate from "
                    f"'python -m onmt_optimal ratio' is typically near 1)")
     return out
-
-
-def _check_readable(flag: str, path: str | None) -> None:
-    if path == "-" and not os.path.exists(path):  # both toolkits open "-" as a file name
-        raise OptionError(f"{flag} -: no file named '-' here; for standard input write {flag} /dev/stdin")
-    if not path or path == os.devnull:
-        return
-    if not os.path.exists(path):
-        raise OptionError(f"{flag} {path}: no such file")
-    if os.path.isdir(path):
-        raise OptionError(f"{flag} {path} is a directory, not a file")
-    if not os.access(path, os.R_OK):
-        raise OptionError(f"{flag} {path} is not readable")
 
 
 def world_size_error(world_size: int) -> OptionError:
@@ -476,17 +299,17 @@ def _max_length(own: Settings) -> int | None:
 def check_run(own: Settings, flags: Flags, reads=None, writes=None) -> None:
     """Raise ``OptionError`` for what the command's own run cannot do: a -src that cannot be read, a
     -stats_file, -output or -log_file that could not be written, a file written over one the run reads or over
-    another it writes (``_check_distinct``: ``reads``, ``writes``), a -gpu with no such device. Checked before
-    the model loads rather than after the decode, by the command only: a toolkit's other callers of its
+    another it writes (``file_checks.check_distinct``: ``reads``, ``writes``), a -gpu with no such device.
+    Checked before the model loads rather than after the decode, by the command only: a toolkit's other callers of its
     validation (a server, a training run's validation translator) pass placeholders for these. ``reads`` and
     ``writes``: by default -src, and -output, -stats_file, -log_file (``_own_files``)."""
-    _check_readable("-src", own.src)
-    _check_writable("-stats_file", flags.stats_file)
-    _check_writable("-output", own.output)
-    _check_writable("-log_file", own.log_file or None)
-    _check_writable("-dump_beam", own.dump_beam or None)
+    file_checks.check_readable("-src", own.src)
+    file_checks.check_writable("-stats_file", flags.stats_file)
+    file_checks.check_writable("-output", own.output)
+    file_checks.check_writable("-log_file", own.log_file or None)
+    file_checks.check_writable("-dump_beam", own.dump_beam or None)
     own_reads, own_writes = _own_files(own, flags)
-    _check_distinct(own_reads if reads is None else reads, own_writes if writes is None else writes)
+    file_checks.check_distinct(own_reads if reads is None else reads, own_writes if writes is None else writes)
     if flags.active:
         _check_aligned(own)
     _check_device(own, flags)

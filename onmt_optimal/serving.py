@@ -15,7 +15,7 @@ start-up and on each request, and the stop on a signal. Each toolkit's server mo
 * Files at start-up: a statistics file is opened once (``open_stats``: ``O_NOFOLLOW``; a symbolic link, a file
   with other hard links, a FIFO or a device refused in one line), shared by every model naming it, and appended
   through that handle for the server's life: a file swapped in later (a link, a FIFO) is never followed. Every
-  written file is compared by identity (``options._same_file``: links, ``/proc/self/root``) with every file the
+  written file is compared by identity (``file_checks.same_file``: links, ``/proc/self/root``) with every file the
   server reads and every other written file (``check_apart``), before any model loads.
 * Requests: a value is named by its kind in one line (``kind``); a port the server cannot listen on ends the
   command in one line, status 2, before any model loads (``port_problem``, ``started``), and so does a refused
@@ -40,9 +40,9 @@ import sys
 import threading
 import time
 
-from onmt_optimal import atomic, failures
+from onmt_optimal import atomic, failures, file_checks
 from onmt_optimal.adapter import lines
-from onmt_optimal.options import OptionError, _same_file, check_appended
+from onmt_optimal.errors import Fault, OptionError
 
 #: the HTTP header that carries a request's id, both ways; the longest client id kept
 HEADER, MAX_ID = "X-Request-Id", 128
@@ -293,19 +293,19 @@ def _reason(err: OSError) -> str:
 
 
 def check(flag: str, path: str) -> None:
-    """``path`` takes appended records (``options.check_appended``), else one line at start-up."""
-    check_appended(flag, path)
+    """``path`` takes appended records (``file_checks.check_appended``), else one line at start-up."""
+    file_checks.check_appended(flag, path)
 
 
 def check_apart(flag: str, path: str, reads=(), writes=(), prefix: str = "") -> None:
     """``path``, written under ``flag``, is none of ``reads`` (``(whose, path)``: files the server reads) nor of
     ``writes`` (files it writes otherwise), by identity; else ``options.OptionError``, one line."""
     for whose, read in reads:
-        if _same_file(path, read):
+        if file_checks.same_file(path, read):
             raise OptionError(f"{prefix}{flag} {path} is {whose} {read}, which the server reads: writing it would "
                               f"destroy it; name another file")
     for whose, other in writes:
-        if _same_file(path, other):
+        if file_checks.same_file(path, other):
             raise OptionError(f"{prefix}{flag} {path} and {whose} {other} are the same file: one would write into "
                               f"the other; name two different files")
 
@@ -341,7 +341,7 @@ def started(prog: str, host, port, config, start):
         failures.fail(prog, problem, 2)
     try:
         return start()
-    except (failures.Fault, atomic.OutputError) as err:
+    except (Fault, atomic.OutputError) as err:
         failures.fail(prog, f"{config}: {err}", getattr(err, "status", 1))
 
 

@@ -5,7 +5,7 @@ The members are declared as ``typing.Protocol`` classes (for a reader and a type
 at run time). A beam search is checked twice, when it is built (``Beam``: what the toolkit's constructor sets)
 and when its ``initialize`` has run (``StartedBeam``), both before the first step; a translator each time it
 builds a certified search. A member the toolkit renamed or dropped is then one line, a ``ContractError``
-(``failures.Fault``: ``PROG: error: ...``, exit status 1), naming the toolkit's class, what it lacks, the
+(``errors.Fault``: ``PROG: error: ...``, exit status 1), naming the toolkit's class, what it lacks, the
 toolkit version the adapter follows and the one installed, instead of an ``AttributeError`` in the middle of a
 decode.
 
@@ -19,7 +19,7 @@ from typing import Any, Optional, Protocol
 
 import torch
 
-from onmt_optimal.failures import Fault
+from onmt_optimal.errors import Fault
 
 
 class ContractError(Fault):

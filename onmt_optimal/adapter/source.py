@@ -14,7 +14,7 @@ import functools
 import os
 import stat
 
-from onmt_optimal.failures import Fault
+from onmt_optimal.errors import Fault
 
 
 class SourceError(Fault):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from onmt_optimal.options import OptionError
+from onmt_optimal.errors import OptionError
 
 #: the most values a config may stand for with its aliases expanded
 MAX_VALUES = 100_000

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 
-from onmt_optimal.options import OptionError
+from onmt_optimal.errors import OptionError
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB

@@ -20,7 +20,7 @@ import threading
 
 from onmt_optimal.distributed import capacity, join, local
 from onmt_optimal.distributed.options import RAY_INSTALL
-from onmt_optimal.options import OptionError
+from onmt_optimal.errors import OptionError
 
 
 class WorkerError(RuntimeError):

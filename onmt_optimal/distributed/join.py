@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 from onmt_optimal.distributed.local import is_loopback, loopback_node
-from onmt_optimal.options import OptionError
+from onmt_optimal.errors import OptionError
 
 #: seconds to wait for the cluster at -ray_address when -ray_timeout is not given
 DEFAULT_TIMEOUT = 30.0

@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 
-from onmt_optimal.options import OptionError
+from onmt_optimal.errors import OptionError
 
 #: the object store: the driver puts one bucket of source text (at most 16,384 lines) at a time
 OBJECT_STORE_BYTES = 256 * 1024 * 1024

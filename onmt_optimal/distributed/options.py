@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib.util
 import math
 
-from onmt_optimal.options import Flags, OptionError, Settings, world_size_error
+from onmt_optimal.errors import OptionError
+from onmt_optimal.flags import Flags
+from onmt_optimal.options import Settings, world_size_error
 
 RAY_INSTALL = "pip install ray==2.60.0 (the version tested; from a clone of onmt-optimal: pip install '.[ray]')"
 

@@ -84,7 +84,7 @@ def decode_many(translate_args: list[str], src_lines: list[str], refs: list[list
     ``timeout``: seconds to wait for the cluster at ``address`` (``cluster.Cluster``)."""
     import torch
 
-    from onmt_optimal.options import OptionError
+    from onmt_optimal.errors import OptionError
 
     threads = max(1, torch.get_num_threads())
     cpus = 1 if gpus_per_worker > 0 else threads

@@ -14,7 +14,7 @@ from __future__ import annotations
 from eole.constants import CorpusTask, DefaultTokens
 from eole.inputters import text_utils
 
-from onmt_optimal.adapter.empty_lines import EmptyLines, keeping, reading  # noqa: F401 (the translator's)
+from onmt_optimal.adapter.empty_lines import reading
 
 
 def _blank(src) -> bool:

@@ -4,7 +4,7 @@ eole 0.6.4 opens ``output`` (and ``dump_beam``) for writing after the decode, ap
 the moment the engine starts, and we write ``stats_file``: named after an input, each of them destroys it (the
 model's ``config.json`` or weights, the ``-config`` YAML, ``src``, ``tgt``), and two of them named alike lose one
 of the two. ``check`` refuses such a run in one line (``OptionError``) before the model loads, with or without
-the plugin's options. "The same file" is ``options._same_file``'s: one path once symbolic links are resolved, or
+the plugin's options. "The same file" is ``file_checks.same_file``'s: one path once symbolic links are resolved, or
 one inode (a hard link); a stream (``/dev/stdout``, ``/dev/null``, a FIFO) is written in place and may be shared.
 A model directory counts as every file in it (``model_path``: one or several), and as itself.
 """
@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import os
 
-from onmt_optimal.options import Flags, OptionError, Settings, _check_distinct, _same_file
+from onmt_optimal import file_checks
+from onmt_optimal.errors import OptionError
+from onmt_optimal.flags import Flags
+from onmt_optimal.options import Settings
 
 #: the files a run writes: eole's option -> how it writes it
 WRITTEN = {"output": "written at the end", "stats_file": "written at the end", "log_file": "appended to from the start",
@@ -45,7 +48,7 @@ def check_served(own: Settings, flags: Flags, config_file: str | None) -> None:
 
 def _check_apart(own: Settings, reads: list, written: list) -> None:
     """No file of ``written`` is one of ``reads``, another of ``written``, or a file of a model directory."""
-    _check_distinct(reads, written)
+    file_checks.check_distinct(reads, written)
     models = _model_directories(own)
     for flag, path in written:
         for model in models:
@@ -94,6 +97,6 @@ def _in_model(path: str, model: str) -> str | None:
     for directory, _, names in os.walk(model):
         for name in names:
             member = os.path.join(directory, name)
-            if os.path.isfile(member) and _same_file(path, member):
+            if os.path.isfile(member) and file_checks.same_file(path, member):
                 return os.path.relpath(member, model)
     return None

@@ -18,8 +18,10 @@ from dataclasses import replace
 from functools import lru_cache
 
 from onmt_optimal.option_table import EOLE, taken_by
-from onmt_optimal.options import (Flags, OptionError, Options, Settings, beam_search_options, option_warnings,
-                                  read_parsed as _read_parsed, validate as _validate, validate_sizes)
+from onmt_optimal.errors import OptionError
+from onmt_optimal.flags import Flags
+from onmt_optimal.options import (Options, Settings, beam_search_options, option_warnings, read_parsed as _read_parsed,
+                                  validate as _validate, validate_sizes)
 
 __all__ = ["FIELDS", "OptionError", "Options", "config_class", "option_warnings", "read_parsed", "validate"]
 

@@ -29,7 +29,8 @@ from onmt_optimal import serving
 from onmt_optimal.eole import files, options
 from onmt_optimal.eole.options import FIELDS
 from onmt_optimal.import_hook import mark, ours
-from onmt_optimal.options import OptionError, _check_writable
+from onmt_optimal import file_checks
+from onmt_optimal.errors import OptionError
 
 PROG = "eole serve"
 
@@ -115,7 +116,8 @@ def _check_stats_file(config, model_id=None) -> None:
     config.stats_file = path = os.path.abspath(given)
     if model_id is not None and (model_id, path) in _CHECKED and path in serving.OPENED:
         return
-    _check_writable("-stats_file", path + os.sep if given.endswith(os.sep) else path)  # a directory, ``name/``...
+    # a directory, ``name/``...
+    file_checks.check_writable("-stats_file", path + os.sep if given.endswith(os.sep) else path)
     if os.path.exists(path):
         mode = os.stat(path).st_mode
         if not stat.S_ISREG(mode):

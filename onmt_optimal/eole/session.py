@@ -13,7 +13,7 @@ from pathlib import Path
 
 from onmt_optimal.eole import patch
 from onmt_optimal.adapter.decoding import RuleDecoding
-from onmt_optimal.options import OptionError
+from onmt_optimal.errors import OptionError
 
 
 def parse(predict_args: list[str], writes=()):

@@ -30,7 +30,8 @@ from eole.predict.translator import Translator
 
 from onmt_optimal.adapter import batch_search, contract, lines
 from onmt_optimal.adapter.translator import RecordKeeping
-from onmt_optimal.eole import empty_lines, run_outputs
+from onmt_optimal.adapter import empty_lines
+from onmt_optimal.eole import run_outputs
 from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSearchLM
 from onmt_optimal.eole.options import OptionError
 from onmt_optimal.option_table import EOLE

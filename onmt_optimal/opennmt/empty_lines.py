@@ -13,7 +13,7 @@ from __future__ import annotations
 from onmt.constants import CorpusTask, DefaultTokens
 from onmt.inputters import text_utils
 
-from onmt_optimal.adapter.empty_lines import EmptyLines, keeping, reading  # noqa: F401 (the translator's)
+from onmt_optimal.adapter.empty_lines import reading
 
 PLACEHOLDER = DefaultTokens.UNK
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from onmt_optimal.option_table import OPENNMT, RAY, SEARCH, Option, taken_by
 
 if TYPE_CHECKING:
-    from onmt_optimal.options import Flags, Settings
+    from onmt_optimal.flags import Flags
+    from onmt_optimal.options import Settings
 
 GROUP_TITLE = "Optimal stopping (onmt-optimal)"
 RAY_GROUP_TITLE = "Many workers (onmt-optimal, Ray)"
@@ -38,7 +39,7 @@ def check_command(own: Settings, flags: Flags) -> None:
 def check_ensemble(own: Settings) -> None:
     """OpenNMT-py 3.5.1's ensemble (several ``-model`` files) averages the models' attention into none a beam can
     index: ``-replace_unk`` and ``-attn_debug`` ended in an IndexError traceback once the models had loaded."""
-    from onmt_optimal.options import OptionError
+    from onmt_optimal.errors import OptionError
 
     models = own.models
     if isinstance(models, list) and len(models) > 1:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from onmt_optimal.options import Flags, Settings
+    from onmt_optimal.flags import Flags
+    from onmt_optimal.options import Settings
 
 #: single-path options whose file the run reads (OpenNMT-py's ``dest`` names; the flag is ``-`` + the name)
 READ = ("config", "src", "tgt", "phrase_table", "src_subword_model", "tgt_subword_model", "src_subword_vocab",
@@ -39,15 +40,16 @@ def writes(own: Settings, flags: Flags) -> list[tuple[str, str]]:
 
 def save_config_problem(own: Settings, paths) -> str | None:
     """One line if a ``-save_config`` path (``paths``: configargparse's list) cannot be written
-    (``options._check_writable``: a trailing slash, a missing directory) or is a file the run reads, else None:
-    ``options._check_distinct``'s refusal, as a line (configargparse writes the file while it parses)."""
-    from onmt_optimal.options import OptionError, _check_distinct, _check_writable
+    (``file_checks.check_writable``: a trailing slash, a missing directory) or is a file the run reads, else None:
+    ``file_checks.check_distinct``'s refusal, as a line (configargparse writes the file while it parses)."""
+    from onmt_optimal import file_checks
+    from onmt_optimal.errors import OptionError
 
     read = reads(own)
     for path in paths or ():
         try:
-            _check_writable("-save_config", str(path))  # (configargparse's own refusal was a traceback)
-            _check_distinct(read, (("-save_config", str(path)),))
+            file_checks.check_writable("-save_config", str(path))  # (configargparse's own refusal was a traceback)
+            file_checks.check_distinct(read, (("-save_config", str(path)),))
         except OptionError as err:
             return str(err)
     return None

@@ -24,7 +24,10 @@ from onmt_optimal.adapter import lines
 from onmt_optimal.import_hook import mark, ours
 from onmt_optimal.opennmt.server_files import check_config, check_opt, check_written, client_problem, read_key
 from onmt_optimal.option_table import OPENNMT, taken_by
-from onmt_optimal.options import Flags, OptionError, OptionTypeError, Settings, _check_distinct, validate_sizes
+from onmt_optimal import file_checks
+from onmt_optimal.errors import OptionError, OptionTypeError
+from onmt_optimal.flags import Flags
+from onmt_optimal.options import Settings, validate_sizes
 
 PROG = "onmt_server"
 #: our switches: JSON true turns one on, false leaves it off
@@ -198,7 +201,7 @@ def _check_stats_file(opt, model_root: str) -> None:
     """``stats_file`` takes appended records, and is neither a model file nor ``log_file``."""
     serving.check("-stats_file", opt.stats_file)
     log_file = os.path.join(model_root, opt.log_file) if getattr(opt, "log_file", "") else None
-    _check_distinct(reads=[("-model", m) for m in opt.models],
+    file_checks.check_distinct(reads=[("-model", m) for m in opt.models],
                     writes=[("-stats_file", opt.stats_file), ("-log_file", log_file)])
 
 

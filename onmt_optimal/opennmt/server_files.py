@@ -6,8 +6,8 @@ parameters, joined as OpenNMT-py joins them) and a ``"config"`` of its ``"opt"``
 ``stats_file`` and ``log_file`` (both joined to the model's root, appended to request by request) and a
 ``dump_beam``. ``check_config`` refuses, in one line naming the model (``options.OptionError``), a path-typed
 option that is not a string, a ``"transforms"`` (the server applies none: ``TRANSFORMS``), a written file that
-is not a regular file or cannot take appended lines (``options.check_appended``), a written file that is a file
-some model reads (through links too: ``options._same_file``), and two written files of different kinds that are
+is not a regular file or cannot take appended lines (``file_checks.check_appended``), a written file that is a file
+some model reads (through links too: ``file_checks.same_file``), and two written files of different kinds that are
 one (models may share a ``stats_file``, told apart by the records' ``model``, or a ``log_file``).
 
 Every key of a model's ``"opt"`` is read as OpenNMT-py's parser reads the ``-KEY`` token stock's ``parse_opt``
@@ -24,11 +24,11 @@ import os
 
 import yaml
 
-from onmt_optimal import serving
+from onmt_optimal import file_checks, serving
 from onmt_optimal.adapter import yaml_guard
 from onmt_optimal.opennmt import run_files
 from onmt_optimal.option_table import OPENNMT, client_options
-from onmt_optimal.options import OptionError, OptionTypeError, _check_writable, check_appended, check_path_type
+from onmt_optimal.errors import OptionError, OptionTypeError
 
 #: path-typed options of a model's ``"opt"`` (OpenNMT-py's ``dest`` names)
 PATH_OPTIONS = ("save_config", *run_files.READ, *run_files.WRITTEN)
@@ -51,13 +51,13 @@ def check_opt(opt: dict) -> dict:
         for key, value in _config_values(named["config"]).items():
             key = _yaml_key(key, named["config"])
             if key in PATH_OPTIONS:
-                check_path_type(f"-{key} (in -config {named['config']})", value)
+                file_checks.check_path_type(f"-{key} (in -config {named['config']})", value)
             if key in PATH_OPTIONS or key == "transforms":
                 named.setdefault(key, value)
     if "transforms" in named:
         raise OptionError(TRANSFORMS)
     for name in PATH_OPTIONS:
-        check_path_type(f"-{name}", named.get(name))
+        file_checks.check_path_type(f"-{name}", named.get(name))
     models = named.get("models")
     if not (models is None or isinstance(models, str)
             or isinstance(models, list) and all(isinstance(m, str) for m in models)):
@@ -288,7 +288,7 @@ def check_written(writes: list) -> None:
 
 def _model_files(conf, models_root: str) -> tuple[list, list]:
     """``(reads, writes)`` of one model entry: ``(what, path)`` and ``(flag, path)`` pairs; its own options'
-    types and its written files checked (``check_opt``, ``options.check_appended``)."""
+    types and its written files checked (``check_opt``, ``file_checks.check_appended``)."""
     if not isinstance(conf, dict) or not isinstance(conf.get("opt"), dict):
         raise OptionError('a model is an object whose "opt" is an object ({} for the defaults)')
     if conf.get("models", conf.get("model")) is None:
@@ -308,10 +308,10 @@ def _model_files(conf, models_root: str) -> tuple[list, list]:
     for name in APPENDED:
         if opt.get(name):
             path = os.path.join(root, opt[name])
-            check_appended(f"-{name}", path)
+            file_checks.check_appended(f"-{name}", path)
             writes.append((f"-{name}", path))
     if opt.get("dump_beam"):
-        _check_writable("-dump_beam", opt["dump_beam"])
+        file_checks.check_writable("-dump_beam", opt["dump_beam"])
         writes.append(("-dump_beam", opt["dump_beam"]))
     return reads, writes
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from onmt_optimal.adapter.decoding import RuleDecoding
 from onmt_optimal.opennmt import patch, repairs
 from onmt_optimal.opennmt.checkpoint import one_line_loads
-from onmt_optimal.options import OptionError
+from onmt_optimal.errors import OptionError
 
 
 def parse(translate_args: list[str], writes=(), validate: bool = True):
@@ -26,7 +26,8 @@ def parse(translate_args: list[str], writes=(), validate: bool = True):
     patch.apply()
     from onmt.opts import translate_opts
 
-    from onmt_optimal.options import Settings, _check_distinct
+    from onmt_optimal import file_checks
+    from onmt_optimal.options import Settings
     from onmt_optimal.opennmt import run_files
     from onmt_optimal.opennmt.options import validate_parsed
 
@@ -40,7 +41,7 @@ def parse(translate_args: list[str], writes=(), validate: bool = True):
         args += ["-output", os.devnull]
     opt = parser.parse_args(args)
     if writes:
-        _check_distinct(run_files.reads(Settings.read(opt)), list(writes))
+        file_checks.check_distinct(run_files.reads(Settings.read(opt)), list(writes))
     if validate:
         validate_parsed(opt)
     return opt

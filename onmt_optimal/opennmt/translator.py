@@ -26,7 +26,7 @@ from onmt.translate.translator import Translator
 
 from onmt_optimal.adapter import batch_search, contract, lines
 from onmt_optimal.adapter.translator import RecordKeeping
-from onmt_optimal.opennmt import empty_lines
+from onmt_optimal.adapter import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.opennmt.output import RunOutput
 from onmt_optimal.options import Options, read_parsed

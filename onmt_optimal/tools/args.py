@@ -6,14 +6,14 @@ Values: ``--beams`` (sizes and ranges ``LO-HI``, each size at least 1, no size t
 numbers >= 0 that keep float32 scores finite: ``search.limits``), ``--ratio`` (finite, > 0: ``search.limits``),
 ``--ray-workers`` and ``--ray-gpus-per-worker`` (>= 0). Files: ``--out`` is never a file the run reads
 (``--src``, a ``--refs`` file, or a file named among the translate options: the model, its config), through
-symbolic and hard links alike (``options._same_file``), and must be a file that can be written."""
+symbolic and hard links alike (``file_checks.same_file``), and must be a file that can be written."""
 from __future__ import annotations
 
 import math
 import os
 
-from onmt_optimal import options
-from onmt_optimal.options import OptionError
+from onmt_optimal import file_checks
+from onmt_optimal.errors import OptionError
 from onmt_optimal.search import limits
 
 BEAMS_FORM = "sizes and ranges LO-HI, e.g. 1-20 or 1,5,10"
@@ -86,12 +86,12 @@ def check_ray(workers: int, gpus_per_worker: float) -> None:
 def check_out(out: str, src: str, refs: list[str], translate_args: list[str]) -> None:
     """``--out`` is a writable file and none of those the run reads (``src``, ``refs``, and any existing file
     that ``translate_args`` names)."""
-    options._check_writable("--out", out)
+    file_checks.check_writable("--out", out)
     reads = [("--src", src)] + [("--refs", path) for path in refs]
     reads += [(previous, arg) for previous, arg in zip([""] + translate_args, translate_args)
               if not arg.startswith("-") and os.path.isfile(arg)]
     for flag, path in reads:
-        if options._same_file(out, path):
+        if file_checks.same_file(out, path):
             named = (f"the {flag} file" if flag.startswith("--")
                      else f"a file the run reads ({flag + ' ' if flag else ''}{path})")
             raise OptionError(f"--out {out} is {named}: writing it would destroy it; name another file")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 import math
 
-from onmt_optimal.failures import Fault
+from onmt_optimal.errors import Fault
 
 # family -> (stopping, length_penalty, whether r is a bounded reward (with length_ratio))
 FAMILIES = {

@@ -19,7 +19,8 @@ import sys
 from dataclasses import dataclass
 
 from onmt_optimal.option_table import VLLM
-from onmt_optimal.options import Flags, OptionError, OptionTypeError, check_search, score_switches
+from onmt_optimal.errors import OptionError, OptionTypeError
+from onmt_optimal.flags import Flags, check_search, score_switches
 from onmt_optimal.search import limits
 from onmt_optimal.search.scoring import BoundedWordReward, ScoringRule
 from onmt_optimal.search.stopping import StoppingRule

@@ -72,7 +72,7 @@ def test_search_core_imports_no_toolkit():
 
 
 #: what both adapters share: it imports neither adapter nor any toolkit
-SHARED = ("options", "adapter", "search")
+SHARED = ("options", "file_checks", "serving", "adapter", "search")
 
 
 def test_adapters_share_only_what_lives_outside_both():

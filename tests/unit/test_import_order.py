@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow  # each case is a fresh interpreter: that is what 
 CHECK = (
     "import onmt.translate.translator as t, onmt.inputters.dynamic_iterator as d, onmt.opts as o\n"
     "assert hasattr(t.build_translator, '__wrapped__'), t.build_translator\n"
-    "assert d.process.__module__ == 'onmt_optimal.opennmt.patch', d.process\n"
+    "assert d.process.__module__ == 'onmt_optimal.opennmt.repairs', d.process\n"
     "from onmt.utils.parse import ArgumentParser\n"
     "p = ArgumentParser(); o.translate_opts(p)\n"
     "assert any(a.dest == 'stopping' for a in p._actions)\n"

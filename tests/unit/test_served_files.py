@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from onmt_optimal import atomic, failures, import_hook, options
+from onmt_optimal import atomic, failures, file_checks, import_hook, options
 from onmt_optimal import serving as served
 from onmt_optimal.opennmt import server_files
 from onmt_optimal.search.record import STATS, Record, StopReason
@@ -39,7 +39,7 @@ def test_a_file_a_server_cannot_append_to_is_refused(tmp_path, make, says):
     path = make(tmp_path)
     before = sorted(os.listdir(tmp_path))
     with pytest.raises(options.OptionError) as refused:
-        options.check_appended("-stats_file", path)
+        file_checks.check_appended("-stats_file", path)
     assert says in str(refused.value) and len(str(refused.value).splitlines()) == 1
     assert sorted(os.listdir(tmp_path)) == before  # nothing made, not even the probe
 
@@ -47,9 +47,9 @@ def test_a_file_a_server_cannot_append_to_is_refused(tmp_path, make, says):
 def test_a_regular_file_or_a_new_one_is_taken_untouched(tmp_path):
     existing = tmp_path / "stats.jsonl"
     existing.write_text('{"line": 1}\n')
-    options.check_appended("-stats_file", str(existing))
-    options.check_appended("-stats_file", str(tmp_path / "new.jsonl"))
-    options.check_appended("-stats_file", os.devnull)
+    file_checks.check_appended("-stats_file", str(existing))
+    file_checks.check_appended("-stats_file", str(tmp_path / "new.jsonl"))
+    file_checks.check_appended("-stats_file", os.devnull)
     assert existing.read_text() == '{"line": 1}\n' and sorted(os.listdir(tmp_path)) == ["stats.jsonl"]
 
 
@@ -62,8 +62,8 @@ def test_a_fifo_put_in_place_after_start_up_fails_the_request_at_once(tmp_path):
 
 def test_a_directory_that_takes_no_new_file_is_refused_before_the_run(tmp_path):
     with pytest.raises(options.OptionError, match="takes no new file|is not writable"):
-        options._check_writable("-stats_file", "/sys/onmt-optimal-stats.jsonl")
-    options._check_writable("-output", str(tmp_path / "out.txt"))
+        file_checks.check_writable("-stats_file", "/sys/onmt-optimal-stats.jsonl")
+    file_checks.check_writable("-output", str(tmp_path / "out.txt"))
     assert os.listdir(tmp_path) == []
 
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 import yaml
 
-from onmt_optimal import failures, import_hook, options
+from onmt_optimal import failures, file_checks, import_hook
 from onmt_optimal.tools import args as tool_args
 from onmt_optimal.adapter import yaml_guard
 from onmt_optimal.options import OptionError
@@ -156,7 +156,7 @@ def test_a_written_path_that_names_no_file_is_refused(tmp_path, monkeypatch, pat
     monkeypatch.chdir(tmp_path)
     (tmp_path / "keep.txt").write_text("keep\n")
     with pytest.raises(OptionError) as err:
-        options._check_writable("-output", path)
+        file_checks.check_writable("-output", path)
     assert says in str(err.value), err.value
 
 
