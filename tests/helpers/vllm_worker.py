@@ -75,8 +75,11 @@ def _decode(llm, lines: list[str], settings: dict) -> tuple[list[dict], list]:
         outputs = llm.beam_search(prompts, params)
     answers = [{"tokens": [s.tokens for s in out.sequences], "text": [s.text for s in out.sequences],
                 "cum_logprob": [repr(s.cum_logprob) for s in out.sequences]} for out in outputs]
-    records = [{"line": i, **dataclasses.asdict(out.record)} for i, out in enumerate(outputs, 1)
-               if getattr(out, "record", None) is not None]
+    # every field of the record, but an optional statistic the run did not ask for (``rows_skipped`` None without
+    # ``prune_dead``), which the statistics file leaves out too (``Record.stats``)
+    records = [{"line": i, **{k: v for k, v in dataclasses.asdict(out.record).items()
+                              if not (k == "rows_skipped" and v is None)}}
+               for i, out in enumerate(outputs, 1) if getattr(out, "record", None) is not None]
     return answers, records
 
 
