@@ -205,7 +205,7 @@ def test_the_client_allow_list_is_the_decoding_options_and_the_tables_search_opt
     allowed = server_files.CLIENT_OPTIONS
     assert {"beam_size", "n_best", "max_length", "stopping", "length_reward", "bound"} <= set(allowed)
     assert not {"stats_file", "log_file", "config", "save_config", "output", "models", "gpu", "help", "progress",
-                "ray_workers", "dump_beam", "src", "transforms"} & set(allowed)
+                "ray_workers", "dump_beam", "src", "transforms", "prune_dead"} & set(allowed)
     assert [o.name for o in taken_by(OPENNMT, SEARCH) if o.client] == list(allowed[-5:])
     actions = server_files._parser()._option_string_actions
     assert all(actions[f"-{name}"].dest == name for name in allowed)  # each an option of the server's parser
@@ -221,6 +221,7 @@ def test_the_docs_list_the_client_allow_list():
 @pytest.mark.parametrize("opt, says", [
     ({"stats_file": "/x"}, '"stats_file" is not an option a client may set'),
     ({"stats_file=/x": True}, '"stats_file=/x" is not an option a client may set'),
+    ({"prune_dead": True}, '"prune_dead" is not an option a client may set'),  # the operator's (a model's "opt")
     ({"-beam_size": 3}, '"-beam_size" (the parser reads it as --beam_size) is not an option a client may set'),
     ({"beam": 3}, '"beam" (the parser reads it as -beam_size) is not an option'),
     ({"s": 3}, "could abbreviate several options' names"),
