@@ -36,7 +36,7 @@ from onmt_optimal.eole.beam_search import CertifiedBeamSearch, CertifiedBeamSear
 from onmt_optimal.eole.options import OptionError
 from onmt_optimal.option_table import EOLE
 from onmt_optimal.options import Options, beam_search_options
-from onmt_optimal.search import dead
+from onmt_optimal.adapter.needed_rows import NeededRows, rows_of
 from onmt_optimal.search.record import with_rows_skipped
 
 
@@ -198,24 +198,15 @@ class CertifiedTranslator(Certified, Translator):
                 torch.cuda.synchronize()
             self.step0_time.append(time() - beg_time)
         self._log_inference_backends()
-        device = decode_strategy.alive_seq.device
-        rows, n = decode_strategy.rows_to_decode(device, dead.LEAST_ROWS)
-        self.model.decoder.map_state(lambda state: state[rows])
-        scores = None  # the (B * beam, V) log-probabilities the beam reads (``search.dead.spread``)
+        needed = NeededRows(decode_strategy, decode_strategy.alive_seq.device)
+        first = needed.rows
+        self.model.decoder.map_state(lambda state: state[first])
         for step in range(decode_strategy.max_length):
-            total = decode_strategy.alive_seq.shape[0]
-            everything = rows.shape[0] == total  # every row decoded, in order
-            decoder_input = decode_strategy.current_predictions.view(-1, 1)
-            memory, lengths = enc_out, decode_strategy.src_len
-            if not everything:
-                decoder_input, lengths = decoder_input[rows], lengths[rows]
-                memory = tuple(x[rows] for x in enc_out) if isinstance(enc_out, tuple) else enc_out[rows]
+            decoder_input, memory, lengths = needed.inputs(decode_strategy.current_predictions.view(-1, 1), enc_out,
+                                                           decode_strategy.src_len)
             log_probs, _ = self._decode_and_generate(decoder_input, memory, src_len=lengths, step=step,
                                                      return_attn=False)
-            if not everything:
-                scores = dead.spread(scores, rows, log_probs, total)
-                log_probs = scores
-            decode_strategy.advance(log_probs, None)
+            decode_strategy.advance(needed.log_probs(log_probs), None)
             any_finished = any([any(sublist) for sublist in decode_strategy.is_finished_list])
             if any_finished:
                 decode_strategy.update_finished()
@@ -223,17 +214,8 @@ class CertifiedTranslator(Certified, Translator):
                     break
             select_indices = decode_strategy.select_indices
             if any_finished:
-                enc_out = tuple(x[select_indices] for x in enc_out) if isinstance(enc_out, tuple) \
-                    else enc_out[select_indices]
-            # each decoded row's place in the state (0 for the others: a row that descends from one is not
-            # needed, and its log-probabilities, whatever they are, are at most 0, all the proof asks)
-            if everything:
-                where = None
-            else:
-                where = torch.zeros(total, dtype=torch.long, device=device)
-                where[rows] = torch.arange(rows.shape[0], device=device)
-            rows, n = decode_strategy.rows_to_decode(device, dead.LEAST_ROWS)
-            state_rows = select_indices[rows] if where is None else where[select_indices[rows]]
+                enc_out = rows_of(enc_out, select_indices)
+            state_rows = needed.state_rows(select_indices)
             self.model.decoder.map_state(lambda state: state[state_rows])
             self.model.decoder._extend_cache()  # as eole's loop (a no-op without dynamic shapes)
         self.model.decoder._disable_cache()

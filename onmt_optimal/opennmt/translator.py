@@ -31,7 +31,7 @@ from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.opennmt.output import RunOutput
 from onmt_optimal.options import Options, read_parsed
 from onmt_optimal.progress import count_lines, sentence_bar
-from onmt_optimal.search import dead
+from onmt_optimal.adapter.needed_rows import NeededRows, rows_of
 from onmt_optimal.search.record import with_rows_skipped
 
 
@@ -106,13 +106,10 @@ class CertifiedTranslator(RecordKeeping, Translator):
         """OpenNMT-py 3.5.1's ``_translate_batch_with_strategy`` (no copy generator, no target prefix) that runs the
         decoder, the generator and the log-softmax only for the rows the search needs (``search.dead``).
 
-        The decoder's state holds the rows decoded last (``rows``, in order), not the beam's ``B * beam``: where
-        stock reorders it by the beam's parents (``select_indices``), this reorders it by ``where[select_indices]``
-        at the rows needed next, ``where`` being each decoded row's place in the state: one gather, as stock's.
-        A needed row's parent was decoded (its bound is at least its child's, so it was needed). The other rows'
-        log-probabilities are whatever ``search.dead.spread`` leaves there: numbers at most 0, all the proof needs.
-        With ``n`` needed rows a step decodes ``max(n, LEAST_ROWS)``: the rows it need not decode are those whose
-        output is not used."""
+        The decoder's state holds the rows decoded last, not the beam's ``B * beam``; ``adapter.needed_rows``
+        keeps that bookkeeping (the step's inputs at those rows, the log-probabilities spread back, the state's rows
+        for the next step: one gather, as stock's reorder). With ``n`` needed rows a step decodes
+        ``max(n, search.dead.LEAST_ROWS)``: the rows it need not decode are those whose output is not used."""
         batch_size = len(batch["srclen"])
         src, enc_final_hs, enc_out, src_len = self._run_encoder(batch)
         self.model.decoder.init_state(src, enc_out, enc_final_hs)
@@ -122,25 +119,16 @@ class CertifiedTranslator(RecordKeeping, Translator):
         assert decode_strategy.prunes
         if fn_map_state is not None:
             self.model.decoder.map_state(fn_map_state)
-        device = decode_strategy.alive_seq.device
-        rows, n = decode_strategy.rows_to_decode(device, dead.LEAST_ROWS)
-        self.model.decoder.map_state(lambda state, dim: state[rows])
-        scores = None  # the (B * beam, V) log-probabilities the beam reads (``search.dead.Rows``)
+        needed = NeededRows(decode_strategy, decode_strategy.alive_seq.device)
+        first = needed.rows
+        self.model.decoder.map_state(lambda state, dim: state[first])
         for step in range(decode_strategy.max_length):
-            total = decode_strategy.alive_seq.shape[0]
-            everything = rows.shape[0] == total  # every row decoded, in order
-            decoder_input = decode_strategy.current_predictions.view(-1, 1, 1)
-            memory, lengths = enc_out, decode_strategy.src_len
-            if not everything:
-                decoder_input, lengths = decoder_input[rows], lengths[rows]
-                memory = tuple(x[rows] for x in enc_out) if isinstance(enc_out, tuple) else enc_out[rows]
+            decoder_input, memory, lengths = needed.inputs(decode_strategy.current_predictions.view(-1, 1, 1),
+                                                           enc_out, decode_strategy.src_len)
             log_probs, _ = self._decode_and_generate(
                 decoder_input, memory, batch, src_len=lengths, src_map=None, step=step,
                 batch_offset=decode_strategy.batch_offset, return_attn=False)
-            if not everything:
-                scores = dead.spread(scores, rows, log_probs, total)
-                log_probs = scores
-            decode_strategy.advance(log_probs, None)
+            decode_strategy.advance(needed.log_probs(log_probs), None)
             any_finished = any([any(sublist) for sublist in decode_strategy.is_finished_list])
             if any_finished:
                 decode_strategy.update_finished()
@@ -148,19 +136,8 @@ class CertifiedTranslator(RecordKeeping, Translator):
                     break
             select_indices = decode_strategy.select_indices
             if any_finished:
-                if isinstance(enc_out, tuple):
-                    enc_out = tuple(x[select_indices] for x in enc_out)
-                else:
-                    enc_out = enc_out[select_indices]
-            # each decoded row's place in the state (0 for the others: a row that descends from one is not
-            # needed, and its log-probabilities, whatever they are, are at most 0, all the proof asks)
-            if everything:
-                where = None
-            else:
-                where = torch.zeros(total, dtype=torch.long, device=device)
-                where[rows] = torch.arange(rows.shape[0], device=device)
-            rows, n = decode_strategy.rows_to_decode(device, dead.LEAST_ROWS)
-            state_rows = select_indices[rows] if where is None else where[select_indices[rows]]
+                enc_out = rows_of(enc_out, select_indices)
+            state_rows = needed.state_rows(select_indices)
             self.model.decoder.map_state(lambda state, dim: state[state_rows])
         return self.report_results(gold_score, gold_log_probs, batch, batch_size, decode_strategy)
 
