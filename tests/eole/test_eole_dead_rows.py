@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from helpers import toy_eole
+from helpers import pruned, toy_eole
 
 CASES = [
     ["-beam_size", "5", "-batch_size", "1"],
@@ -74,19 +74,7 @@ def _decode(ours, model, src, out, args):
 def _compare(ours, model, src, tmp_path, args):
     hyp, stats = _decode(ours, model, src, tmp_path / "plain", args)
     pruned_hyp, pruned_stats = _decode(ours, model, src, tmp_path / "pruned", [*args, "-prune_dead"])
-    assert pruned_hyp == hyp
-    differ = {"completed": 0, "stop_reason": 0}
-    skipped = 0
-    for a, b in zip(stats, pruned_stats, strict=True):
-        assert "rows_skipped" not in a and list(b) == [*a, "rows_skipped"]
-        skipped += b["rows_skipped"]
-        for key in a:
-            if key in differ:
-                differ[key] += a[key] != b[key]
-            else:
-                assert a[key] == b[key], (key, a, b)
-    print(f"{' '.join(args)}: lines of {len(stats)} whose record differs: {differ}; rows skipped {skipped}")
-    return differ, skipped
+    return pruned.compare(hyp, stats, pruned_hyp, pruned_stats, " ".join(args))
 
 
 @pytest.mark.parametrize("args", CASES, ids=" ".join)
