@@ -2,8 +2,9 @@
 their comma-separated lists read or refused in one line, the check that ``--out`` has a folder to go to, and the
 log line to stderr.
 
-``tvsub_options`` and ``first_lines`` are the options and the input of the scripts that decode the shipped TVsub
-LSTM on the first lines of TVsub test (``--data``, ``--lines``, ``--beam``, ``--batch``).
+``tvsub_options`` and ``first_lines`` are the options and the input of the scripts that decode a shipped
+OpenNMT-py model (``--model``: the TVsub LSTM by default, or another of ``MODELS``) on the first lines of its test
+set (``--data``, ``--lines``, ``--beam``, ``--batch``); ``translate_config`` is the model's translate config.
 """
 from __future__ import annotations
 
@@ -62,19 +63,33 @@ def bench_lists(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tu
     return beams, penalties
 
 
+#: the shipped OpenNMT-py models a script may decode (``configs/MODEL/translate.yaml``), and their test sources
+#: under the corpora folder
+MODELS = {"tvsub-zh-en": "tvsub-zh-en/test.zh", "tvsub-zh-en-transformer": "tvsub-zh-en/test.zh",
+          "multi30k-de-en": "multi30k-de-en/test_2016_flickr.de",
+          "multi30k-de-en-transformer": "multi30k-de-en/test_2016_flickr.de"}
+
+
 def tvsub_options(parser: argparse.ArgumentParser) -> None:
-    """``--data`` (the corpora folder, default ``../shared/data`` beside the clone), ``--lines``, ``--beam`` and
-    ``--batch`` of a decode of the shipped TVsub LSTM."""
+    """``--model`` (one of ``MODELS``, the TVsub LSTM by default), ``--data`` (the corpora folder, default
+    ``../shared/data`` beside the clone), ``--lines``, ``--beam`` and ``--batch`` of a decode of a shipped model."""
+    parser.add_argument("--model", choices=sorted(MODELS), default="tvsub-zh-en")
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--lines", type=int, default=300)
     parser.add_argument("--beam", type=int, default=10)
     parser.add_argument("--batch", type=int, default=32)
 
 
-def first_lines(data: str, lines: int, folder: Path) -> Path:
-    """The first ``lines`` lines of TVsub test (``DATA/tvsub-zh-en/test.zh``), written to ``folder/src``."""
+def translate_config(model: str = "tvsub-zh-en") -> Path:
+    """The translate config of the shipped ``model`` (``configs/MODEL/translate.yaml``)."""
+    return ROOT / "configs" / model / "translate.yaml"
+
+
+def first_lines(data: str, lines: int, folder: Path, model: str = "tvsub-zh-en") -> Path:
+    """The first ``lines`` lines of ``model``'s test source (``MODELS``; TVsub test by default), written to
+    ``folder/src``."""
     src = Path(folder) / "src"
-    text = (Path(data) / "tvsub-zh-en" / "test.zh").read_text(encoding="utf-8").splitlines()[:lines]
+    text = (Path(data) / MODELS[model]).read_text(encoding="utf-8").splitlines()[:lines]
     src.write_text("\n".join(text) + "\n", encoding="utf-8")
     return src
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Whole-process benchmark of skipping the dead rows (``search.dead``): stock OpenNMT-py against ``-stopping
-optimal`` without and with ``-prune_dead``, on the shipped TVsub LSTM, each variant its own
+optimal`` without and with ``-prune_dead``, on a shipped model (the TVsub LSTM by default, ``--model``), each variant its own
 ``onmt_translate`` process, one torch thread, the variants in turn for ``--rounds`` rounds (the order rotating).
 
 Reports per variant the median wall time and CPU time of the process (model loading included) and the median of
@@ -32,7 +32,7 @@ LAUNCH = ("import argparse,torch; torch.set_num_threads(1); torch.serialization.
 
 def run(variant: str, src: Path, out: Path, args) -> tuple[float, float]:
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-    argv = [sys.executable, "-c", LAUNCH, "-config", str(ROOT / "configs/tvsub-zh-en/translate.yaml"),
+    argv = [sys.executable, "-c", LAUNCH, "-config", str(cli.translate_config(args.model)),
             "-src", str(src), "-output", str(out / f"{variant}.hyp"), "-beam_size", str(args.beam),
             "-batch_size", str(args.batch), "-log_file", os.devnull]
     if variant == "stock":
@@ -61,7 +61,7 @@ def main() -> None:
     times = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        src = cli.first_lines(args.data, args.lines, tmp)
+        src = cli.first_lines(args.data, args.lines, tmp, args.model)
         for r in range(args.rounds):
             order = variants[r % 3:] + variants[:r % 3]
             for v in order:
@@ -88,7 +88,8 @@ def main() -> None:
     report = "\n".join([
         "# Skipping the dead rows: whole-process timing",
         "",
-        f"TVsub LSTM (models/tvsub-zh-en), the first {args.lines} lines of TVsub test, b = {args.beam}, batch "
+        f"models/{args.model}, the first {args.lines} lines of its test set (`{cli.MODELS[args.model]}`), "
+        f"b = {args.beam}, batch "
         f"{args.batch}, `-length_penalty none`, one torch thread, each decode its own `onmt_translate` process "
         f"(model loading included), {args.rounds} rounds, the variants in a rotating order. Speed-up = stock's "
         "time over the variant's in the same round (median, lowest-highest). The machine has 2 CPU cores shared "

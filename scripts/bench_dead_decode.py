@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Decode time of skipping the dead rows (``search.dead``), in one process: stock OpenNMT-py against ``-stopping
-optimal`` without and with ``-prune_dead`` on the shipped TVsub LSTM, one torch thread. Each variant
+optimal`` without and with ``-prune_dead`` on a shipped model (the TVsub LSTM by default, ``--model``), one torch thread. Each variant
 runs ``onmt_translate``'s main in turn (the order rotating by round); the time is the decoding thread's CPU time
 inside ``translate_batch`` (encoder, decoding loop, search, results), without loading the model. Prints per
 variant the median over rounds of stock's time over the variant's, with the lowest and highest round.
@@ -47,12 +47,12 @@ def main() -> None:
     times = {v: [] for v in variants}
     os.chdir(ROOT)
     with tempfile.TemporaryDirectory() as tmp:
-        src = cli.first_lines(args.data, args.lines, tmp)
+        src = cli.first_lines(args.data, args.lines, tmp, args.model)
         outputs = {}
         for r in range(args.rounds):
             for v in variants[r % 3:] + variants[:r % 3]:
                 out = Path(tmp) / f"{v}.hyp"
-                sys.argv = ["onmt_translate", "-config", "configs/tvsub-zh-en/translate.yaml", "-src", str(src),
+                sys.argv = ["onmt_translate", "-config", str(cli.translate_config(args.model)), "-src", str(src),
                             "-output", str(out), "-beam_size", str(args.beam), "-batch_size", str(args.batch),
                             "-log_file", os.devnull]
                 if v != "stock":
@@ -64,7 +64,7 @@ def main() -> None:
                 times[v].append(spent[0])
                 outputs[v] = out.read_bytes()
             print(f"round {r + 1}: " + ", ".join(f"{v} {times[v][-1]:.2f}s" for v in variants), flush=True)
-    print(f"decode CPU time, {args.lines} TVsub test lines, b = {args.beam}, batch {args.batch}, one thread, "
+    print(f"decode CPU time, {args.lines} test lines of {args.model}, b = {args.beam}, batch {args.batch}, one thread, "
           f"{args.rounds} rounds; speed-up over stock (median, lowest-highest):")
     for v in variants:
         ratios = [s / t for s, t in zip(times["stock"], times[v])]

@@ -62,8 +62,8 @@ def main() -> None:
 
     step_module.step = counting
     with tempfile.TemporaryDirectory() as tmp:
-        src = cli.first_lines(args.data, args.lines, tmp)
-        argv = ["onmt_translate", "-config", str(ROOT / "configs/tvsub-zh-en/translate.yaml"), "-src", str(src),
+        src = cli.first_lines(args.data, args.lines, tmp, args.model)
+        argv = ["onmt_translate", "-config", str(cli.translate_config(args.model)), "-src", str(src),
                 "-output", str(Path(tmp) / "hyp"), "-beam_size", str(args.beam), "-batch_size", str(args.batch),
                 "-n_best", str(args.n_best), "-stopping", "optimal", "-log_file", os.devnull]
         if args.reward:

@@ -120,8 +120,10 @@ class CertifiedTranslator(RecordKeeping, Translator):
         if fn_map_state is not None:
             self.model.decoder.map_state(fn_map_state)
         needed = NeededRows(decode_strategy, decode_strategy.alive_seq.device)
-        first = needed.rows
-        self.model.decoder.map_state(lambda state, dim: state[first])
+        first, total = needed.rows, decode_strategy.alive_seq.shape[0]
+        # a transformer's layer caches hold the previous batch's rows until its first step rebuilds them
+        # (``_init_cache``): stock tiles them with the rest, unused; here they stay as they are
+        self.model.decoder.map_state(lambda state, dim: state[first] if state.shape[0] == total else state)
         for step in range(decode_strategy.max_length):
             decoder_input, memory, lengths = needed.inputs(decode_strategy.current_predictions.view(-1, 1, 1),
                                                            enc_out, decode_strategy.src_len)

@@ -12,6 +12,7 @@ lines have one key more, ``rows_skipped``, which the unpruned run's lack. With p
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,38 @@ def test_not_applicable_is_byte_identical(our_worker, rnn, src, tmp_path):
     differ, skipped = _compare(our_worker, rnn, src, tmp_path,
                                ["-stopping", "default", "-beam_size", "5", "-batch_size", "16"])
     assert differ == {"completed": 0, "stop_reason": 0} and skipped == 0
+
+
+#: German lines of mixed lengths (written for this test): a batch of 8 whose last step decodes fewer rows than the
+#: next batch's first step reads
+GERMAN = """Ein Hund läuft.
+Zwei Männer spielen Fußball auf einer großen grünen Wiese neben einem alten Haus in der Stadt.
+Eine Frau liest.
+Kinder spielen im Park.
+Ein Mann mit einem roten Hut sitzt auf einer Bank und isst einen Apfel, während neben ihm ein kleiner Hund schläft.
+Ein Junge springt.
+Eine Gruppe von Menschen steht vor einem Gebäude.
+Ein Mädchen in einem blauen Kleid tanzt auf der Straße.
+Zwei Hunde rennen durch den Schnee.
+Ein Mann fährt Fahrrad.
+Eine ältere Frau mit grauen Haaren verkauft Obst und Gemüse auf einem Markt in einer kleinen Stadt.
+Ein Koch bereitet Essen zu.
+Leute sitzen in einem Café.
+Ein Kind schwimmt im Pool.
+Ein Arbeiter repariert eine Straße.
+Eine Katze schläft.
+"""
+
+
+def test_a_transformers_caches_from_the_previous_batch_are_left_alone(our_worker, tmp_path):
+    """OpenNMT-py's transformer decoder keeps the previous batch's layer caches until its first step rebuilds
+    them: the pruned loop's first selection of rows must not index them (it did, and failed with an IndexError
+    where the previous batch ended on fewer rows than this one starts with). The shipped Multi30k transformer."""
+    shipped = Path(__file__).resolve().parents[2] / "models" / "multi30k-de-en-transformer"
+    src = tmp_path / "src.de"
+    src.write_text(GERMAN, encoding="utf-8")
+    args = ["-transforms", "sentencepiece", "-src_subword_model", str(shipped / "src.spm.model"), "-tgt_subword_model",
+            str(shipped / "tgt.spm.model"), "-stopping", "optimal", "-beam_size", "10", "-batch_size", "8",
+            "-max_length", "100"]
+    differ, skipped = _compare(our_worker, shipped / "model.pt", src, tmp_path, args)
+    assert skipped > 0

@@ -7,8 +7,9 @@ Every argument is either a path both sides share (models, inputs: absolute) or a
 
 The flag sets cover each option of the plugin and the stock path: no flag at all; every ``-stopping`` rule;
 every ``-length_penalty``; the length reward with and without ``-length_ratio``; ``-bp_norm``; ``-bound
-predicted``; ``-n_best 3``; batches of 1 and 32; beams of 1, 5 and 10; a run without ``-stats_file``; a bad
-flag value and a missing ``-src`` (exit status and error line).
+predicted``; ``-n_best 3``; batches of 1 and 32; beams of 1, 5 and 10; a run without ``-stats_file``; the dead
+rows skipped (``-prune_dead``, batches of 8 so that one batch follows another, and of 1); a bad flag value and a
+missing ``-src`` (exit status and error line).
 """
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ FLAG_SETS: list[tuple[str, list[str]]] = [
     ("batch1", ["-batch_size", "1", *NONE, "-length_reward", "1.2", *RATIO, *STATS]),
     ("beam1", ["-beam_size", "1", "-stopping", "optimal", *STATS]),
     ("beam10", ["-beam_size", "10", *NONE, "-length_reward", "1.2", *RATIO, *STATS]),
+    ("prune", [*NONE, "-stopping", "optimal", "-prune_dead", "-beam_size", "10", "-batch_size", "8", *STATS]),
+    ("prune-reward-nbest3", [*NONE, "-prune_dead", "-n_best", "3", "-length_reward", "1.2", *RATIO,
+                             "-batch_size", "8", *STATS]),
+    ("prune-bp-norm-batch1", ["-batch_size", "1", *NONE, "-prune_dead", "-bp_norm", *RATIO, *STATS]),
     (BAD_VALUE, ["-stopping", "bogus", *STATS]),
     (MISSING_SRC, ["-stopping", "optimal", *STATS]),
 ]
