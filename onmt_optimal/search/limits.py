@@ -62,13 +62,19 @@ def largest_reward(T: int) -> float:
     return FLOAT32_MAX / 4 / max(int(T), 1)
 
 
-def reward_error(name: str, reward, T: int | None) -> str | None:
-    """A length reward: a finite number >= 0 with ``reward * T <= FLOAT32_MAX / 4``."""
+def reward_error(name: str, reward, T: int | None, per: str | None = None) -> str | None:
+    """A length reward: a finite number >= 0 with ``reward * T <= FLOAT32_MAX / 4``. ``per``: the name of the
+    length each request gives (vLLM's ``max_tokens``) where ``T`` is not known yet (a server's default): the
+    reward is then checked at ``T = 1``, the least any request can give, so that a value too large for every
+    request is refused."""
     if not _finite(reward) or reward < 0:
         return f"{name} must be a finite number >= 0 (got {_shown(reward)})"
     if T is not None and reward > largest_reward(T):
         return (f"{name} {reward:g} is too large for float32 scores: {name} * max_length ({T}) must stay below "
                 f"a quarter of float32's largest value, so at most {largest_reward(T):.6g}")
+    if per is not None and reward > largest_reward(1):
+        return (f"{name} {reward:g} is too large for float32 scores at any {per}: at most "
+                f"{largest_reward(1):.6g} (divided by a request's {per})")
     return None
 
 

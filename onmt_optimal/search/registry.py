@@ -60,15 +60,16 @@ class Decoder:
 
     def rule(self, ratio: float | None, alpha: float = 1.0) -> Rule:
         """Its rule (scoring, stopping) at length ratio ``ratio``, evaluated on a shared beam (``own=False``:
-        its score is computed from the items' log-probabilities, not read from the beam's own ranking)."""
+        its score is computed from the items' log-probabilities, not read from the beam's own ranking). A score
+        of ``SCORING_RULES`` is asked for by the options of its ``setting`` (reward, ratio), as a user's options
+        ask for it (``rules``: a reward that is not positive leaves the log-probability); the others are
+        OpenNMT-py's own (``StockScore``)."""
         if self.score not in SCORES:
             raise ValueError(f"unknown score {self.score!r}; known: {', '.join(SCORES)}")
-        own = StockScore("none" if self.score in ("logprob", "bounded_reward", "word_reward") else self.score,
-                         alpha, own=False)
-        reward = self.reward if self.score in ("bounded_reward", "word_reward") else 0.0
-        return rules(self.stopping, lambda: own, length_reward=reward or 0.0,
-                     length_ratio=None if self.score == "word_reward" else ratio,
-                     bp_norm=self.score == "bp_norm")[0]
+        registered = SCORING_RULES.get(self.score)
+        values = registered.setting(self.reward, ratio) if registered is not None else {}
+        penalty = self.score if self.score in ("avg", "wu") else "none"
+        return rules(self.stopping, lambda: StockScore(penalty, alpha, own=False), **values)[0]
 
     def label(self) -> str:
         return self.family if self.reward is None else f"{self.family} r={self.reward:g}"

@@ -6,8 +6,8 @@ the CPU) and the dev set decoded, for each beam size b:
 * once with transformers' own rule (``stopping="default"``: its ``early_stopping`` rule, with its default
   ``length_penalty``, on the same beam; ``tests/hf/test_hf_search.py`` checks it answers as transformers' own
   beam search), the baseline row ``default``;
-* once per reward r with ``custom_generate=optimal_beam_search, stopping="optimal", length_reward=r,
-  length_ratio=RHO``, an ``optimal_reward`` row.
+* once per reward r with ``custom_generate=optimal_beam_search, stopping="optimal"`` and the bounded reward r
+  at length ratio RHO (``sweep_report.reward_options``), an ``optimal_reward`` row.
 
 Every decode goes through ``optimal_beam_search`` so that each row has the step each input stopped at
 (``search_stats``). BLEU is sacrebleu's (``evaluate.corpus_score``) on the decoded text (special tokens skipped).
@@ -72,12 +72,11 @@ def run_hf_sweep(model, tok, src_lines: list[str], refs: list[list[str]], beams:
                  ratio: float, max_new_tokens: int, batch_size: int = 16, progress: bool = True) -> dict:
     """Every beam size: the baseline row, then one row per reward (the order of the table)."""
     from onmt_optimal.progress import sentence_bar
-    from onmt_optimal.tools.sweep_report import summarize
+    from onmt_optimal.tools.sweep_report import reward_options, summarize
 
     rows, decodes, start = [], 0, time.time()
     decoders = [("default", None, {"stopping": "default"})]
-    decoders += [("optimal_reward", r, {"stopping": "optimal", "length_reward": r, "length_ratio": ratio})
-                 for r in rewards]
+    decoders += [("optimal_reward", r, {"stopping": "optimal", **reward_options(r, ratio)}) for r in rewards]
     for beam in beams:
         for family, reward, search in decoders:
             desc = f"b={beam} " + ("transformers' rule" if reward is None else f"optimal r={reward:g}")
@@ -90,17 +89,19 @@ def run_hf_sweep(model, tok, src_lines: list[str], refs: list[list[str]], beams:
 
 def settings(row: dict, ratio: float, max_new_tokens: int) -> dict:
     """The keyword arguments of ``generate`` that decode as ``row`` did (``optimal_beam_search`` by name)."""
+    from onmt_optimal.tools.sweep_report import reward_options
+
     out = {"num_beams": row["beam"], "max_new_tokens": max_new_tokens, "custom_generate": "optimal_beam_search"}
     if row["family"] == "default":
         out["stopping"] = "default"
     else:
-        out.update(stopping="optimal", length_reward=row["reward"], length_ratio=round(ratio, 4))
+        out.update(stopping="optimal", **reward_options(row["reward"], round(ratio, 4)))
     return out
 
 
 def kwargs_line(row: dict, ratio: float, max_new_tokens: int) -> str:
     """``settings`` as one line of Python keyword arguments, e.g. ``num_beams=5, max_new_tokens=128,
-    custom_generate=optimal_beam_search, stopping="optimal", length_reward=1.0, length_ratio=1.1``."""
+    custom_generate=optimal_beam_search, stopping="optimal"`` followed by the bounded reward's two options."""
     parts = []
     for key, value in settings(row, ratio, max_new_tokens).items():
         if key == "custom_generate":

@@ -3,7 +3,8 @@
 ``summarize`` makes the row of one decode of the transformers and vLLM sweeps (the OpenNMT-py and eole sweep's:
 ``sweep.summarize``, with the same keys).
 ``best`` is the row of highest BLEU (the first such row, in the sweep's order, on a tie). ``settings`` turns a
-row into the options of the toolkit that decode with it: OpenNMT-py's and eole's YAML keys (``yaml_snippet``).
+row into the options of the toolkit that decode with it: OpenNMT-py's and eole's YAML keys (``yaml_snippet``);
+``reward_options`` is a reward's options in every sweep's settings, as the scoring rules spell them.
 ``plot`` draws BLEU, length ratio and mean steps against the beam size, one line per decoder and reward, into a
 PNG (matplotlib, ``requirements-plots.txt``).
 """
@@ -62,14 +63,21 @@ def best(rows: list[dict]) -> dict:
     return max(rows, key=lambda row: row["bleu"])
 
 
+def reward_options(reward: float, ratio: float | None = None) -> dict:
+    """The options (by name) of a decode with length reward ``reward``: the bounded reward at length ratio
+    ``ratio``, or without one the per-word reward (``ScoringRule.setting`` of the rule they ask for), the
+    same names in every toolkit (OpenNMT-py's and eole's keys, transformers' and vLLM's keyword arguments)."""
+    from onmt_optimal.search.scoring import BoundedWordReward, WordReward
+
+    return (WordReward if ratio is None else BoundedWordReward).setting(reward, ratio)
+
+
 def settings(row: dict, ratio: float) -> dict:
     """The options (OpenNMT-py's and eole's names) that decode as ``row`` did."""
     stopping, penalty, bounded = FAMILIES[row["family"]]
     out = {"beam_size": row["beam"], "length_penalty": penalty, "stopping": stopping}
     if row["reward"] is not None:
-        out["length_reward"] = row["reward"]
-        if bounded:
-            out["length_ratio"] = round(ratio, 4)
+        out.update(reward_options(row["reward"], round(ratio, 4) if bounded else None))
     return out
 
 

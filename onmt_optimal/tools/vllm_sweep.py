@@ -7,8 +7,8 @@ defaults for the others) and the dev set decoded, for each beam size b, through
 * once with vLLM's own beam search, stock: ``BeamSearchParams(beam_width=b, max_tokens=T)`` (vLLM's default
   ``length_penalty``) with ``stopping="exhaustive"``, which answers as ``LLM.beam_search`` does, sequence for
   sequence (``tests/vllm/test_vllm_search.py``), and reports each prompt's steps: the baseline row ``default``;
-* once per reward r with ``length_penalty=0`` (the log-probability), ``stopping="optimal", length_reward=r,
-  length_ratio=RHO``: an ``optimal_reward`` row.
+* once per reward r with ``length_penalty=0`` (the log-probability), ``stopping="optimal"`` and the bounded
+  reward r at length ratio RHO (``sweep_report.reward_options``): an ``optimal_reward`` row.
 
 BLEU is sacrebleu's on the 1-best's generated tokens, decoded by the engine's tokenizer (special tokens skipped).
 The rows have the keys of the other sweeps' (``sweep_report.summarize``); the best setting is written as the call
@@ -72,14 +72,14 @@ def run_vllm_sweep(llm, src_lines: list[str], refs: list[list[str]], beams: list
     from vllm.sampling_params import BeamSearchParams
 
     from onmt_optimal.progress import sentence_bar
-    from onmt_optimal.tools.sweep_report import summarize
+    from onmt_optimal.tools.sweep_report import reward_options, summarize
 
     rows, decodes, start = [], 0, time.time()
     for beam in beams:
         decoders = [("default", None, BeamSearchParams(beam_width=beam, max_tokens=max_tokens),
                      {"stopping": "exhaustive"})]
         decoders += [("optimal_reward", r, BeamSearchParams(beam_width=beam, max_tokens=max_tokens, length_penalty=0.0),
-                      {"stopping": "optimal", "length_reward": r, "length_ratio": ratio}) for r in rewards]
+                      {"stopping": "optimal", **reward_options(r, ratio)}) for r in rewards]
         for family, reward, params, search in decoders:
             desc = f"b={beam} " + ("vLLM's beam search" if reward is None else f"optimal r={reward:g}")
             with sentence_bar(len(src_lines), desc, leave=False, disable=not progress) as bar:
@@ -92,10 +92,12 @@ def run_vllm_sweep(llm, src_lines: list[str], refs: list[list[str]], beams: list
 def settings(row: dict, ratio: float, max_tokens: int) -> dict:
     """What decodes as ``row`` did: ``params`` (``BeamSearchParams``' keywords) and ``search``
     (``optimal_beam_search``'s; none for the baseline, vLLM's own ``LLM.beam_search``)."""
+    from onmt_optimal.tools.sweep_report import reward_options
+
     if row["family"] == "default":
         return {"params": {"beam_width": row["beam"], "max_tokens": max_tokens}, "search": {}}
     return {"params": {"beam_width": row["beam"], "max_tokens": max_tokens, "length_penalty": 0.0},
-            "search": {"stopping": "optimal", "length_reward": row["reward"], "length_ratio": round(ratio, 4)}}
+            "search": {"stopping": "optimal", **reward_options(row["reward"], round(ratio, 4))}}
 
 
 def _keywords(values: dict) -> str:
@@ -105,8 +107,8 @@ def _keywords(values: dict) -> str:
 
 def call_line(row: dict, ratio: float, max_tokens: int) -> str:
     """The Python call that decodes ``prompts`` on ``llm`` as ``row`` did, e.g. ``optimal_beam_search(llm, prompts,
-    BeamSearchParams(beam_width=4, max_tokens=64, length_penalty=0.0), stopping="optimal", length_reward=1.0,
-    length_ratio=1.1)``; for the baseline, ``llm.beam_search(prompts, BeamSearchParams(...))``."""
+    BeamSearchParams(beam_width=4, max_tokens=64, length_penalty=0.0), stopping="optimal", ...)`` with the
+    bounded reward's two options; for the baseline, ``llm.beam_search(prompts, BeamSearchParams(...))``."""
     chosen = settings(row, ratio, max_tokens)
     params = f"BeamSearchParams({_keywords(chosen['params'])})"
     if not chosen["search"]:

@@ -3,14 +3,13 @@
 
 The search's arguments are ``option_table``'s options that vLLM takes, validated as every toolkit's
 (``options.check_search``). The score is vLLM's own (``BeamSearchParams.length_penalty``:
-``scoring.VLLMLengthPenalty``) unless ``length_reward`` (the paper's bounded reward with ``length_ratio``, He et
+``scoring.VLLMLengthPenalty``) unless a length reward (the paper's bounded reward with ``length_ratio``, He et
 al.'s per-word reward without) or BP-norm (with ``length_ratio``) replaces it, as the other toolkits' flags
-do; the beam itself is always
-vLLM's, ranked by its ``length_penalty`` score. Refused: ``structured_outputs`` (a grammar ends hypotheses
-without an end token, at a step the search core's lengths do not describe) and an engine whose "logprobs"
-are logits (``logprobs_mode`` ``raw_logits`` or ``processed_logits``: they can be positive, so a sum can
-rise and no bound holds). ``prune_dead`` asks the offline loop not to send the dead beams to the engine
-(``dead_beams``, where it applies).
+do; the beam itself is always vLLM's, ranked by its ``length_penalty`` score. Refused: ``structured_outputs``
+(a grammar ends hypotheses without an end token, at a step the search core's lengths do not describe) and an
+engine whose "logprobs" are logits (``logprobs_mode`` ``raw_logits`` or ``processed_logits``: they can be
+positive, so a sum can rise and no bound holds). ``prune_dead`` asks the offline loop not to send the dead
+beams to the engine (``dead_beams``, where it applies).
 """
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from onmt_optimal import import_hook, serving
-from onmt_optimal.option_table import VLLM, taken_by
+from onmt_optimal.option_table import VLLM, spell, taken_by
 from onmt_optimal.vllm import internals
 
 #: the server-wide default: a JSON object of the options, as a request's ``vllm_xargs`` gives them; a request's
@@ -95,8 +95,9 @@ def register() -> None:
 
 def defaults(text: str | None) -> dict:
     """The options of ``DEFAULTS``' value ``text`` (none where unset or empty), checked as a request's are and,
-    as far as no request's ``max_tokens`` matters, as the search checks them (a reward is checked for one step:
-    a default too large for every request is refused here, at start-up); ``Refused`` if bad."""
+    as far as no request's ``max_tokens`` matters, as the search checks them (the registered scoring rules'
+    checks, ``scoring.option_checks``, for some request's ``max_tokens``: a default too large for every request
+    is refused here, at start-up); ``Refused`` if bad."""
     if not text:
         return {}
     try:
@@ -107,16 +108,17 @@ def defaults(text: str | None) -> dict:
         shown = text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
         raise Refused(f"{DEFAULTS} must be a JSON object of {', '.join(NAMES)} (got {shown!r})")
     values = {name: _switch(name, value) for name, value in values.items()}
-    from onmt_optimal.search.limits import largest_reward
+    from onmt_optimal.search.scoring import option_checks
     from onmt_optimal.vllm import options
 
     try:
         checked = options.flags(**values)
     except (TypeError, ValueError) as bad:
         raise Refused(f"{DEFAULTS}: {bad}") from None
-    if checked.length_reward > largest_reward(1):
-        raise Refused(f"{DEFAULTS}: length_reward {checked.length_reward:g} is too large for float32 scores at "
-                      f"any max_tokens: at most {largest_reward(1):.6g} (divided by a request's max_tokens)")
+    for check in option_checks():
+        problem = check.problem(spell(VLLM, check.option), getattr(checked, check.option), None, per="max_tokens")
+        if problem is not None:
+            raise Refused(f"{DEFAULTS}: {problem}")
     return values
 
 
