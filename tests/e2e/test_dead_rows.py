@@ -27,6 +27,9 @@ CASES = [
     ["-beam_size", "6", "-batch_size", "16", "-block_ngram_repeat", "2", "-n_best", "2"],
     ["-beam_size", "4", "-batch_size", "16", "-length_reward", "1.0", "-length_ratio", "1.1"],
     ["-beam_size", "4", "-batch_size", "1", "-bp_norm", "-length_ratio", "1.1", "-n_best", "2", "-with_score"],
+    ["-beam_size", "5", "-batch_size", "64", "-n_best", "2", "-with_score"],
+    ["-beam_size", "5", "-batch_size", "16", "-precision", "fp16", "-with_score"],
+    ["-beam_size", "5", "-batch_size", "16", "-precision", "int8", "-with_score"],
 ]
 
 
