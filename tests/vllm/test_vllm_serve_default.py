@@ -15,6 +15,8 @@ import httpx
 import pytest
 
 from helpers import vllm_server
+from onmt_optimal.search import scoring
+from onmt_optimal.search.scoring import OptionCheck, ScoringRule
 from onmt_optimal.vllm import serve
 
 
@@ -35,6 +37,27 @@ def test_bad_defaults_are_one_line(text, words):
     with pytest.raises(serve.Refused) as caught:
         serve.defaults(text)
     assert words in str(caught.value) and "\n" not in str(caught.value) and len(str(caught.value)) < 300
+
+
+class _Strict(ScoringRule):
+    """A rule no module of the package knows, whose check of ``length_ratio`` depends on the output length."""
+
+    name = "strict"
+    options = ("strict",)
+    checks = (OptionCheck("length_ratio", (int, float), lambda name, value, T, per=None: (
+        f"{name} {value:g} is too long at any {per}" if per is not None and value is not None and value > 2
+        else None)),)
+
+
+def test_the_default_runs_every_registered_rules_checks(monkeypatch):
+    """``defaults`` runs the registered rules' checks (``scoring.option_checks``) for a request's ``max_tokens``,
+    whichever rule they are, so a new rule's checks need no edit of the server."""
+    monkeypatch.setattr(scoring, "SCORING_RULES", dict(scoring.SCORING_RULES))  # restored after the test
+    scoring.register(_Strict)
+    assert serve.defaults('{"length_ratio": 1.5}') == {"length_ratio": 1.5}
+    with pytest.raises(serve.Refused) as caught:
+        serve.defaults('{"length_ratio": 3}')
+    assert str(caught.value) == "ONMT_OPTIMAL_VLLM_DEFAULTS: length_ratio 3 is too long at any max_tokens"
 
 
 def test_a_request_value_beyond_a_float_is_named():
