@@ -1,16 +1,17 @@
-"""What a toolkit's run takes beside the search's options: the toolkit's own options the plugin reads, their
-checks, the files a run reads and writes, and the search a decode runs.
+"""What both toolkits' runs share beside the search's options: the options OpenNMT-py and eole both have, the
+checks written against them, the files a run reads and writes, and the search a decode runs.
 
 What the search's options mean and which values they take is ``flags``'s (``Flags``, the one record of their
 values; ``check_search``, the one validation of the search's values and combinations, for every toolkit); the
 errors are ``errors``'s (``OptionError``, ``OptionTypeError``); the checks of the files a run reads and writes
-are ``file_checks``'s. Each name is imported from its own module, never from here. ``validate`` runs
-``check_search``, with the checks of OpenNMT-py's and eole's other options, once per process with the toolkit's
-own validation of its command line, and (``check_run``) the checks of the files the run reads and writes.
-``Settings`` is the one typed record of the toolkit's own options the plugin reads: each adapter's entry point
-(a patched hook of the toolkit, a translator's constructor, a tool) reads it once from the toolkit's parsed
-options (``read_parsed``: ``Settings`` and ``Flags``), and every function below takes the records (``own``,
-``flags``), never the parsed options.
+are ``file_checks``'s. Each name is imported from its own module, never from here.
+``Settings`` is the typed record of the options both toolkits have, read in one place (``Settings.read``); each
+toolkit's adapter extends it with the options only that toolkit has and checks them in its own words
+(``opennmt.options``, ``eole.options``: their ``Settings``, ``read_parsed`` and ``validate``). A toolkit's
+``validate`` runs the shared checks below (``check_run``, ``validate_sizes``, ``check_decoding``,
+``check_our_sizes``, ``check_stopping``) with its own, in its own order, which fixes the one line a run with
+several faults is refused with; every function here takes the records (``own``, ``flags``), never the parsed
+options.
 ``Options`` (frozen) is what a decode runs, made from validated options by each toolkit's adapter
 (``Options.from_opt``, ``Options.from_config``): (scoring, stopping) rules sharing one beam, or the toolkit's
 own search, where the bookkeeping lives and where the statistics go. Registering the flags on a toolkit's
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from onmt_optimal import file_checks
 from onmt_optimal.errors import OptionError
@@ -32,44 +34,31 @@ from onmt_optimal.search.scoring import ScoringRule
 from onmt_optimal.search.state import Rule
 from onmt_optimal.search.stopping import StoppingRule
 
+if TYPE_CHECKING:
+    from typing import Self  # an annotation only: typing has it from Python 3.11
+
 
 @dataclass(frozen=True)
 class Settings:
-    """The toolkit's own options the plugin reads, as one typed record read in one place (``read``): OpenNMT-py's
+    """The options OpenNMT-py and eole both have, read by the plugin as one typed record (``read``): OpenNMT-py's
     ``opt`` and eole's config name them alike. An option the parsed options lack (a toolkit's other callers of its
-    validation, a server, a training run's validation translator; the other toolkit's own ones) reads as the
-    default here, which is the toolkit's own.
-
-    One record for both toolkits, its fields marked where only one of them has the option: the shared checks
-    (``validate``, ``check_run``) test OpenNMT-py's own ones (``gpu``, ``random_sampling_*``, ``ratio``,
-    ``world_size``) in their place among the others, which fixes the one line a run with several faults is
-    refused with; eole's config lacks them (they read as the defaults, which pass), or ``eole.options.validate``
-    hands them on at those defaults and refuses eole's own -world_size and -ratio itself, in eole's words."""
+    validation, a server, a training run's validation translator) reads as the default here. Each toolkit's
+    adapter adds the options only it has (``opennmt.options.Settings``, ``eole.options.Settings``)."""
 
     n_best: int = 1
     beam_size: int = 1
     max_length: int | None = None
-    gpu: int | None = -1
-    world_size: int | None = 1
     length_penalty: str = "none"
     alpha: float = 0.0
     beta: float = 0.0
     coverage_penalty: str = "none"
     stepwise_penalty: bool = False
-    ratio: float = 0.0  # OpenNMT-py's own stopping rule
     dump_beam: str = ""
-    random_sampling_topk: int = 0  # OpenNMT-py's sampling
-    random_sampling_topp: float = 0.0
-    top_k: int = 0  # eole's sampling
-    top_p: float = 0.0
-    self_speculative_decoding: bool = False
     tgt: str | None = None
     attn_debug: bool = False
     align_debug: bool = False
     verbose: bool = False
     report_time: bool = False
-    models: object = None  # OpenNMT-py's -model: a path or a list of them
-    model_path: object = None  # eole's
     batch_size: int = 30
     min_length: int = 0
     replace_unk: bool = False
@@ -79,25 +68,19 @@ class Settings:
     output: str | None = None
     log_file: str = ""
     phrase_table: str | None = None
-    src_subword_model: str | None = None
-    tgt_subword_model: str | None = None
     src_subword_vocab: str | None = None
-    tgt_subword_vocab: str | None = None
-    termbase_path: str | None = None
-    tm_path: str | None = None
-    tags_dictionary_path: str | None = None
-    ref: str | None = None  # eole's
-    transforms_configs: object = None  # eole's: the transforms' options, some of them files
 
     @classmethod
-    def read(cls, opt) -> "Settings":
-        """The record of a toolkit's parsed options ``opt`` (OpenNMT-py's argparse namespace, eole's config)."""
+    def read(cls, opt) -> Self:
+        """The record of a toolkit's parsed options ``opt`` (OpenNMT-py's argparse namespace, eole's config), as
+        ``cls``: this one, or a toolkit's, which has its fields too."""
         return cls(**{f.name: getattr(opt, f.name, f.default) for f in fields(cls)})
 
 
 def read_parsed(opt, toolkit: str = OPENNMT) -> tuple[Settings, Flags]:
-    """A toolkit's parsed options ``opt`` as the plugin's two records, read at an adapter's entry point: the
-    toolkit's own options (``Settings``) and ours (``Flags``, at ``toolkit``'s defaults where ``opt`` lacks one)."""
+    """A toolkit's parsed options ``opt`` as the records a decode needs (``Options``): the options both toolkits
+    have (``Settings``) and ours (``Flags``, at ``toolkit``'s defaults where ``opt`` lacks one). Each toolkit's
+    checks take its own record (``opennmt.options.read_parsed``, ``eole.options.read_parsed``)."""
     return Settings.read(opt), Flags.read(opt, toolkit)
 
 
@@ -144,8 +127,9 @@ class Options:
 
     @classmethod
     def from_opt(cls, opt, global_scorer, prog: str = "onmt_translate", toolkit: str = OPENNMT) -> "Options":
-        """The search OpenNMT-py's parsed options select (validated already, with the command line: ``validate``);
-        ``-n_best`` beyond what the beam can complete is warned about on stderr, once."""
+        """The search OpenNMT-py's parsed options select (validated already, with the command line:
+        ``opennmt.options.validate``); ``-n_best`` beyond what the beam can complete is warned about on stderr,
+        once."""
         return cls.from_records(*read_parsed(opt, toolkit), global_scorer, prog)
 
     @classmethod
@@ -199,23 +183,6 @@ def _own_files(own: Settings, flags: Flags) -> tuple[tuple, tuple]:
     writes -output, -stats_file and -log_file."""
     return ((("-src", own.src),),
             (("-output", own.output), ("-stats_file", flags.stats_file), ("-log_file", own.log_file)))
-
-
-def _check_device(own: Settings, flags: Flags) -> None:
-    """``-gpu N`` needs CUDA device N here (with -ray_workers the workers, not this process, need it)."""
-    gpu = own.gpu
-    if gpu is None or gpu < 0 or flags.ray_workers:
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        build = "built without CUDA" if torch.version.cuda is None else "sees no CUDA device"
-        raise OptionError(f"-gpu {gpu}: this machine's torch {torch.__version__} {build}; drop -gpu to decode "
-                          f"on the CPU")
-    count = torch.cuda.device_count()
-    if gpu >= count:
-        raise OptionError(f"-gpu {gpu}: there {'is' if count == 1 else 'are'} {count} CUDA device"
-                          f"{'' if count == 1 else 's'} here (numbered from 0)")
 
 
 def validate_sizes(own: Settings, max_length_zero: bool = False) -> None:
@@ -279,30 +246,19 @@ def option_warnings(own: Settings, flags: Flags) -> list[str]:
     return out
 
 
-def world_size_error(world_size: int) -> OptionError:
-    """OpenNMT-py 3.5.1's ``-world_size N`` inference (``InferenceEnginePY``, ``spawned_infer``) starts N processes
-    that each initialise a torch.distributed group (NCCL by default) and each decode the *whole* input with the
-    whole model (or, under ``-parallel_mode tensor_parallel``, a slice of it), every one writing ``-output``
-    and, with our flags, ``-stats_file``: it does not split a corpus. So with our flags it is refused, and
-    ``-ray_workers`` (``distributed``) is what splits one."""
-    return OptionError(
-        f"-world_size {world_size} is not supported with onmt-optimal's flags (OpenNMT-py 3.5.1 runs every "
-        f"process over the whole input, each writing -output): use -ray_workers {world_size} instead "
-        f"(with -gpu 0 for one GPU per worker)")
-
-
 def _max_length(own: Settings) -> int | None:
     max_length = own.max_length
     return max_length if isinstance(max_length, int) and max_length >= 1 else None
 
 
 def check_run(own: Settings, flags: Flags, reads=None, writes=None) -> None:
-    """Raise ``OptionError`` for what the command's own run cannot do: a -src that cannot be read, a
-    -stats_file, -output or -log_file that could not be written, a file written over one the run reads or over
-    another it writes (``file_checks.check_distinct``: ``reads``, ``writes``), a -gpu with no such device.
-    Checked before the model loads rather than after the decode, by the command only: a toolkit's other callers of its
-    validation (a server, a training run's validation translator) pass placeholders for these. ``reads`` and
-    ``writes``: by default -src, and -output, -stats_file, -log_file (``_own_files``)."""
+    """Raise ``OptionError`` for what the command's own run cannot do with its files: a -src that cannot be read, a
+    -stats_file, -output, -log_file or -dump_beam that could not be written, a file written over one the run reads
+    or over another it writes (``file_checks.check_distinct``: ``reads``, ``writes``), a -tgt of another length
+    than -src under our options. Checked before the model loads rather than after the decode, by the command only:
+    a toolkit's other callers of its validation (a server, a training run's validation translator) pass
+    placeholders for these. ``reads`` and ``writes``: by default -src, and -output, -stats_file, -log_file
+    (``_own_files``)."""
     file_checks.check_readable("-src", own.src)
     file_checks.check_writable("-stats_file", flags.stats_file)
     file_checks.check_writable("-output", own.output)
@@ -312,49 +268,33 @@ def check_run(own: Settings, flags: Flags, reads=None, writes=None) -> None:
     file_checks.check_distinct(own_reads if reads is None else reads, own_writes if writes is None else writes)
     if flags.active:
         _check_aligned(own)
-    _check_device(own, flags)
 
 
 def beam_search_options(toolkit: str = OPENNMT, sep: str = "/") -> str:
-    """The options that ask for beam search, as ``toolkit``'s user writes them (``-stopping/-length_reward/...``):
-    ``-stopping`` and the switches of the registered scoring rules (``flags.score_switches``)."""
+    """The options that ask for beam search, as ``toolkit``'s user writes them: ``-stopping`` and the scoring
+    rules' switches (``flags.score_switches``), joined by ``sep``."""
     return sep.join(spell(toolkit, name) for name in ("stopping", *score_switches()))
 
 
-def validate(own: Settings, flags: Flags, run: bool = True, toolkit: str = OPENNMT) -> None:
-    """Raise ``OptionError`` for any value or combination the search cannot honour (``check_search``, and
-    OpenNMT-py's and eole's options that cannot go with ours) and, with ``run``, for what the command's run
-    cannot do (``check_run``). The Ray flags are ``distributed.options.validate``'s. ``toolkit``: whose
-    options these are (``check_search``)."""
-    if run:
-        check_run(own, flags)
-    world_size = own.world_size or 1
-    if world_size > 1 and flags.active:
-        raise world_size_error(world_size)
+def check_decoding(own: Settings, flags: Flags, toolkit: str) -> None:
+    """Raise ``OptionError`` for -dump_beam under our options, and for any value or combination of ours the search
+    cannot honour (``check_search``, ``toolkit``'s spelling), with the score's own -alpha and -beta (a NaN, an
+    exponent that overflows), which stock takes as they are (a NaN makes every hypothesis NaN)."""
     if flags.active and own.dump_beam:
         raise OptionError("-dump_beam is not supported with onmt-optimal's flags (the search keeps no beam "
                           "history to dump, and the toolkit's own beam search stops on an assertion with it): drop "
                           "-dump_beam")
     length_penalty = own.length_penalty
     own_numbers = []
-    if flags.active:  # stock takes them as they are (a NaN makes every hypothesis NaN; statistics stay numbers)
+    if flags.active:
         own_numbers = [limits.exponent_error("-alpha", own.alpha, length_penalty, _max_length(own)),
                        limits.finite_error("-beta", own.beta)]
     check_search(flags, toolkit, _max_length(own), own_numbers, length_penalty=length_penalty,
                  normalized=length_penalty in ("avg", "wu"), normalized_as="-length_penalty avg|wu")
-    stopping = flags.stopping
-    sampling = own.random_sampling_topk != 0 or own.random_sampling_topp != 0
-    if sampling and (stopping != "default" or flags.scores):
-        raise OptionError(f"{beam_search_options()} apply to beam search, not to random sampling "
-                          "(-random_sampling_topk/-random_sampling_topp)")
-    if sampling and flags.stats_file:
-        raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
-                          f"(-random_sampling_topk/-random_sampling_topp): it would stay empty")
-    if flags.active:
-        check_our_sizes(own)
-    if flags.active and own.ratio > 0:
-        raise OptionError("OpenNMT-py's -ratio stopping rule cannot be combined with onmt-optimal's flags; "
-                          "drop -ratio")
-    if stopping == "optimal" and (own.coverage_penalty != "none" or own.stepwise_penalty):
+
+
+def check_stopping(own: Settings, flags: Flags) -> None:
+    """``-stopping optimal`` needs a score that never rises as a hypothesis grows: a coverage penalty can."""
+    if flags.stopping == "optimal" and (own.coverage_penalty != "none" or own.stepwise_penalty):
         raise OptionError("-stopping optimal needs a score that never rises as a hypothesis grows; "
                           "a coverage penalty can, so use -coverage_penalty none")

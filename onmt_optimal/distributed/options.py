@@ -1,8 +1,8 @@
 """``-ray_workers`` and its companions: their validation, and what to install when Ray is missing.
 
 ``validate`` runs with OpenNMT-py's own validation of the command line (``patch.apply``), after the search's
-(``onmt_optimal.options.validate``), so a bad combination is refused in one line before Ray starts. The Ray
-flags are registered on the command line with the others (``opennmt.options.add_options``).
+(``opennmt.options.validate``), so a bad combination is refused in one line before Ray starts. The Ray flags are
+registered on the command line with the others (``opennmt.options.add_options``).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import math
 
 from onmt_optimal.errors import OptionError
 from onmt_optimal.flags import Flags
-from onmt_optimal.options import Settings, world_size_error
+from onmt_optimal.opennmt.options import Settings, world_size_error
 
 RAY_INSTALL = "pip install ray==2.60.0 (the version tested; from a clone of onmt-optimal: pip install '.[ray]')"
 

@@ -65,7 +65,7 @@ def model_paths(translate_args: list[str]) -> list[str]:
         from onmt.opts import translate_opts
         from onmt.utils.parse import ArgumentParser
 
-        from onmt_optimal.options import Settings
+        from onmt_optimal.opennmt.options import Settings
 
         parser = ArgumentParser(description="onmt-optimal sweep")
         translate_opts(parser)

@@ -25,7 +25,7 @@ from onmt_optimal.distributed import plan
 from onmt_optimal.distributed.capacity import file_bytes
 from onmt_optimal.distributed.cluster import Cluster, worker_error
 from onmt_optimal.flags import Flags
-from onmt_optimal.options import Settings, read_parsed
+from onmt_optimal.opennmt.options import Settings, read_parsed
 from onmt_optimal.progress import sentence_bar
 from onmt_optimal.adapter.totals import Totals
 from onmt_optimal.search.record import Record

@@ -15,7 +15,7 @@ import os
 from onmt_optimal import file_checks
 from onmt_optimal.errors import OptionError
 from onmt_optimal.flags import Flags
-from onmt_optimal.options import Settings
+from onmt_optimal.eole.options import Settings
 
 #: the files a run writes: eole's option -> how it writes it
 WRITTEN = {"output": "written at the end", "stats_file": "written at the end", "log_file": "appended to from the start",

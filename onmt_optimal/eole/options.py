@@ -1,4 +1,4 @@
-"""The new ``eole predict`` options, in eole's own config style, their validation, and the search they select.
+"""The new ``eole predict`` options, in eole's own config style; eole's options as the plugin reads and checks them.
 
 eole describes its options as pydantic models (``eole/config/``) and builds its ``--flag``/``-flag`` command line
 from their fields (``eole.config.cli.add_model``). ``OptimalDecodingConfig`` holds our fields (``FIELDS``, made
@@ -6,24 +6,27 @@ from ``option_table``: the options eole takes, their help marked "(onmt-optimal)
 makes a subclass of eole's ``PredictConfig`` with them, which ``patch`` gives to ``eole predict`` (so the flags
 appear in ``eole predict -h`` and YAML configs accept the keys; stock eole forbids unknown keys).
 
-Validation (``validate``, run once, by ``Predict.build_config``: ``patch``) is the shared one
-(``onmt_optimal.options.validate``: it reads only option values, no toolkit), plus eole's sampling options
-(``top_k``/``top_p``) and self-speculative decoding; flags are named as eole's command line also spells them
-(``-stopping``; eole accepts ``--stopping`` and ``-stopping``). Every impossible combination raises
-``OptionError`` with a one-line message.
+``Settings`` is eole's record of its own options: those both toolkits have (``options.Settings``) and those only
+eole has (``model_path``, ``top_k``/``top_p``, ``self_speculative_decoding``, ``ref``, ``transforms_configs``, its
+``world_size`` and ``ratio``); ``read_parsed`` reads it, with ``Flags``, from a config. Validation
+(``validate``, run once, by ``Predict.build_config``: ``patch``) is the shared checks of ``onmt_optimal.options``
+(they read only option values, no toolkit) among eole's own, in eole's words; flags are named as eole's command
+line also spells them (``-stopping``; eole accepts ``--stopping`` and ``-stopping``). Every impossible
+combination raises ``OptionError`` with a one-line message.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
 from functools import lru_cache
 
+from onmt_optimal import options as shared
 from onmt_optimal.option_table import EOLE, taken_by
 from onmt_optimal.errors import OptionError
 from onmt_optimal.flags import Flags
-from onmt_optimal.options import (Options, Settings, beam_search_options, option_warnings, read_parsed as _read_parsed,
-                                  validate as _validate, validate_sizes)
+from onmt_optimal.options import Options, option_warnings
 
-__all__ = ["FIELDS", "OptionError", "Options", "config_class", "option_warnings", "read_parsed", "validate"]
+__all__ = ["FIELDS", "OptionError", "Options", "Settings", "config_class", "option_warnings", "read_parsed",
+           "validate"]
 
 PROG = "eole predict"
 
@@ -55,25 +58,47 @@ def config_class(base=None):
     return cls
 
 
+@dataclass(frozen=True)
+class Settings(shared.Settings):
+    """eole's options the plugin reads: the shared ones and eole's own (a config always has them; an argparse
+    namespace of eole's command line, read for ``config`` and ``model_path``, has few)."""
+
+    world_size: int | None = 1
+    ratio: float = 0.0  # eole's own stopping rule
+    top_k: int = 0
+    top_p: float = 0.0
+    self_speculative_decoding: bool = False
+    model_path: object = None  # a path or a list of them
+    ref: str | None = None
+    transforms_configs: object = None  # the transforms' options, some of them files
+
+
 def read_parsed(config) -> tuple[Settings, Flags]:
-    """eole's config as the plugin's two records (``options.read_parsed``), read once where an entry point gets it."""
-    return _read_parsed(config, EOLE)
+    """eole's config as the plugin's two records, read once where an entry point gets it."""
+    return Settings.read(config), Flags.read(config, EOLE)
 
 
 def validate(own: Settings, flags: Flags, run: bool = True) -> None:
-    """``OptionError`` for any value or combination the search cannot honour (see the module docstring), and
-    for sizes eole fails on with a traceback (``validate_sizes``; stock eole answers -max_length 0 with empty
-    lines, which stays so where none of our options is given). ``run``: also what ``eole predict``'s run cannot
-    do with its files (``options.check_run``); eole's server, whose config names no input, leaves it out.
-    ``own``, ``flags``: the config's records (``read_parsed``)."""
-    validate_sizes(own, max_length_zero=not flags.active)
+    """``OptionError`` for any value or combination the search cannot honour (see the module docstring), in this
+    order: sizes eole fails on with a traceback (``options.validate_sizes``; stock eole answers -max_length 0 with
+    empty lines, which stays so where none of our options is given); a -model_path that is no model; with ``run``,
+    what ``eole predict``'s run cannot do with its files (``options.check_run``; eole's server, whose config names
+    no input, leaves it out); -dump_beam and the search's values (``options.check_decoding``); our sizes
+    (``options.check_our_sizes``); -stopping optimal with a coverage penalty (``options.check_stopping``); eole's
+    -world_size and -ratio (``_check_own_rules``); sampling; self-speculative decoding. ``own``, ``flags``: the
+    config's records (``read_parsed``)."""
+    shared.validate_sizes(own, max_length_zero=not flags.active)
     _check_model_paths(own)
-    # eole's own -world_size and -ratio, said in eole's words here (the shared check speaks of OpenNMT-py's)
-    _validate(replace(own, world_size=1, ratio=0.0), flags, run=run, toolkit=EOLE)
+    if run:
+        shared.check_run(own, flags)
+    shared.check_decoding(own, flags, EOLE)
+    if flags.active:
+        shared.check_our_sizes(own)
+    shared.check_stopping(own, flags)
     _check_own_rules(own, flags)
     sampling = own.top_k != 0 or own.top_p != 0
     if sampling and (flags.stopping != "default" or flags.scores):
-        raise OptionError(f"{beam_search_options(EOLE)} apply to beam search, not to random sampling "
+        raise OptionError(f"{shared.beam_search_options(EOLE)} apply to beam search, not to random sampling "
                           "(-top_k/-top_p)")
     if sampling and flags.stats_file:
         raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
@@ -91,7 +116,7 @@ def _check_own_rules(own: Settings, flags: Flags) -> None:
                           f"eole's multi-process inference; drop -world_size")
     if flags.active and own.ratio > 0:
         raise OptionError(f"eole's -ratio stopping rule cannot be combined with onmt-optimal's options "
-                          f"({beam_search_options(EOLE, ', ')}, -stats_file); drop -ratio")
+                          f"({shared.beam_search_options(EOLE, ', ')}, -stats_file); drop -ratio")
 
 
 def _check_model_paths(own: Settings) -> None:

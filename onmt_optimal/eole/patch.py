@@ -90,9 +90,8 @@ def patch_predict_command() -> None:
     def build_config(cls, args):
         from onmt_optimal.adapter import closing
         from onmt_optimal.eole import files
-        from onmt_optimal.options import Settings
 
-        given = Settings.read(args)  # the command line's (the -config file's options are the config's)
+        given = options.Settings.read(args)  # the command line's (the -config file's options are the config's)
         config = repairs.config_errors(stock_build, cls, args, given)
         own, flags = options.read_parsed(config)
         files.check(own, flags, given.config)

@@ -125,7 +125,7 @@ def one_line_faults(stock_run):
 def config_errors(stock_build, cls, args, given):
     """eole's ``build_config``, with what it raises about the config file (missing, not YAML) and the options
     (pydantic's ``ValidationError``: an unknown key, a value of the wrong type) as one-line ``OptionError``s;
-    ``given``: the command line's ``Settings``."""
+    ``given``: the command line's ``Settings`` (``options.Settings``)."""
     import yaml
     from pydantic import ValidationError
 

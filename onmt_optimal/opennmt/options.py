@@ -1,46 +1,140 @@
-"""The new ``onmt_translate`` flags on OpenNMT-py's command line.
+"""OpenNMT-py's options as the plugin reads and checks them, and the new ``onmt_translate`` flags on its command line.
 
-``add_options`` adds two argument groups, made from ``option_table``, to any OpenNMT-py translate parser (CLI
-and YAML alike, since OpenNMT-py's configargparse reads YAML keys through the same parser). What the flags mean
-(their validation, ``OptionError``, and the search they select, ``Options.from_opt``) is toolkit-free and lives
-in ``onmt_optimal.options``, the Ray flags' combinations in ``onmt_optimal.distributed.options``.
-``validate_parsed`` is every check of parsed translate options as ``onmt_translate`` runs them: the command's
-own (``check_command``: its files, sizes, device), then OpenNMT-py's validation sequence, ours included
-(``patch`` adds the value checks of our flags to ``validate_translate_opts``).
+``Settings`` is OpenNMT-py's record of its own options: those both toolkits have (``options.Settings``) and those
+only OpenNMT-py has (``-model``, ``-gpu``, ``-world_size``, ``-ratio``, ``-random_sampling_topk/topp``, the
+transforms' files); ``read_parsed`` reads it, with ``Flags``, where an entry point gets the parsed options.
+``validate`` checks them with ours, in OpenNMT-py's words (the shared checks of ``onmt_optimal.options`` among
+OpenNMT-py's own); ``patch`` adds it to ``validate_translate_opts``. ``check_command`` is what the command alone
+refuses (its files, sizes, device), and ``validate_parsed`` every check of parsed translate options as
+``onmt_translate`` runs them: ``check_command``, then OpenNMT-py's validation sequence, ours included.
+``add_options`` adds two argument groups, made from ``option_table``, to any OpenNMT-py translate parser (CLI and
+YAML alike, since OpenNMT-py's configargparse reads YAML keys through the same parser); the Ray flags'
+combinations are ``onmt_optimal.distributed.options``'s.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
+from onmt_optimal import options as shared
+from onmt_optimal.errors import OptionError
+from onmt_optimal.flags import Flags
 from onmt_optimal.option_table import OPENNMT, RAY, SEARCH, Option, taken_by
-
-if TYPE_CHECKING:
-    from onmt_optimal.flags import Flags
-    from onmt_optimal.options import Settings
 
 GROUP_TITLE = "Optimal stopping (onmt-optimal)"
 RAY_GROUP_TITLE = "Many workers (onmt-optimal, Ray)"
 
 
+@dataclass(frozen=True)
+class Settings(shared.Settings):
+    """OpenNMT-py's options the plugin reads: the shared ones and OpenNMT-py's own, at OpenNMT-py's defaults where
+    the parsed options lack one."""
+
+    gpu: int | None = -1
+    world_size: int | None = 1
+    ratio: float = 0.0  # OpenNMT-py's own stopping rule
+    random_sampling_topk: int = 0
+    random_sampling_topp: float = 0.0
+    models: object = None  # -model: a path or a list of them
+    src_subword_model: str | None = None
+    tgt_subword_model: str | None = None
+    tgt_subword_vocab: str | None = None
+    termbase_path: str | None = None
+    tm_path: str | None = None
+    tags_dictionary_path: str | None = None
+
+
+def read_parsed(opt) -> tuple[Settings, Flags]:
+    """OpenNMT-py's parsed options ``opt`` as the plugin's two records, read once where an entry point gets them."""
+    return Settings.read(opt), Flags.read(opt, OPENNMT)
+
+
+def validate(own: Settings, flags: Flags, run: bool = True) -> None:
+    """Raise ``OptionError`` for any value or combination the search cannot honour, and OpenNMT-py's options that
+    cannot go with ours, in this order: with ``run``, what the command's run cannot do (``check_run``);
+    -world_size above 1; -dump_beam and the search's values (``options.check_decoding``); random sampling with
+    beam search's options or -stats_file; our sizes (``options.check_our_sizes``) and OpenNMT-py's -ratio stopping
+    rule, under our options; -stopping optimal with a coverage penalty (``options.check_stopping``). The Ray
+    flags are ``distributed.options.validate``'s."""
+    if run:
+        check_run(own, flags)
+    world_size = own.world_size or 1
+    if world_size > 1 and flags.active:
+        raise world_size_error(world_size)
+    shared.check_decoding(own, flags, OPENNMT)
+    _check_sampling(own, flags)
+    if flags.active:
+        shared.check_our_sizes(own)
+        if own.ratio > 0:
+            raise OptionError("OpenNMT-py's -ratio stopping rule cannot be combined with onmt-optimal's flags; "
+                              "drop -ratio")
+    shared.check_stopping(own, flags)
+
+
+def _check_sampling(own: Settings, flags: Flags) -> None:
+    """Random sampling (-random_sampling_topk/-random_sampling_topp) takes none of beam search's options, and
+    -stats_file, which records beam search's decodes, would stay empty."""
+    if own.random_sampling_topk == 0 and own.random_sampling_topp == 0:
+        return
+    if flags.stopping != "default" or flags.scores:
+        raise OptionError(f"{shared.beam_search_options(OPENNMT)} apply to beam search, not to random sampling "
+                          "(-random_sampling_topk/-random_sampling_topp)")
+    if flags.stats_file:
+        raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
+                          f"(-random_sampling_topk/-random_sampling_topp): it would stay empty")
+
+
+def world_size_error(world_size: int) -> OptionError:
+    """OpenNMT-py 3.5.1's ``-world_size N`` inference (``InferenceEnginePY``, ``spawned_infer``) starts N processes
+    that each initialise a torch.distributed group (NCCL by default) and each decode the *whole* input with the
+    whole model (or, under ``-parallel_mode tensor_parallel``, a slice of it), every one writing ``-output``
+    and, with our flags, ``-stats_file``: it does not split a corpus. So with our flags it is refused, and
+    ``-ray_workers`` (``distributed``) is what splits one."""
+    return OptionError(
+        f"-world_size {world_size} is not supported with onmt-optimal's flags (OpenNMT-py 3.5.1 runs every "
+        f"process over the whole input, each writing -output): use -ray_workers {world_size} instead "
+        f"(with -gpu 0 for one GPU per worker)")
+
+
+def check_run(own: Settings, flags: Flags, reads=None, writes=None) -> None:
+    """What the command's run cannot do: its files (``options.check_run``, ``reads`` and ``writes`` as there),
+    then a -gpu with no such device (``_check_device``)."""
+    shared.check_run(own, flags, reads, writes)
+    _check_device(own, flags)
+
+
+def _check_device(own: Settings, flags: Flags) -> None:
+    """``-gpu N`` needs CUDA device N here (with -ray_workers the workers, not this process, need it)."""
+    gpu = own.gpu
+    if gpu is None or gpu < 0 or flags.ray_workers:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        build = "built without CUDA" if torch.version.cuda is None else "sees no CUDA device"
+        raise OptionError(f"-gpu {gpu}: this machine's torch {torch.__version__} {build}; drop -gpu to decode "
+                          f"on the CPU")
+    count = torch.cuda.device_count()
+    if gpu >= count:
+        raise OptionError(f"-gpu {gpu}: there {'is' if count == 1 else 'are'} {count} CUDA device"
+                          f"{'' if count == 1 else 's'} here (numbered from 0)")
+
+
 def check_command(own: Settings, flags: Flags) -> None:
     """What ``onmt_translate`` refuses before OpenNMT-py's own validation and before the model loads, with or
-    without our flags: sizes OpenNMT-py crashes on (``validate_sizes``), an unreadable -src, an unwritable
-    output, a file the run writes that is one it reads or another it writes (``run_files``), a missing -gpu
-    device (``check_run``). Not part of ``validate_translate_opts``, which OpenNMT-py's server and training
-    call with placeholder files."""
-    from onmt_optimal import options
+    without our flags: sizes OpenNMT-py crashes on (``options.validate_sizes``), an ensemble's attention
+    (``check_ensemble``), an unreadable -src, an unwritable output, a file the run writes that is one it reads or
+    another it writes (``run_files``), a missing -gpu device (``check_run``). Not part of
+    ``validate_translate_opts``, which OpenNMT-py's server and training call with placeholder files."""
     from onmt_optimal.opennmt import run_files
 
-    options.validate_sizes(own)
+    shared.validate_sizes(own)
     check_ensemble(own)
-    options.check_run(own, flags, reads=run_files.reads(own), writes=run_files.writes(own, flags))
+    check_run(own, flags, reads=run_files.reads(own), writes=run_files.writes(own, flags))
 
 
 def check_ensemble(own: Settings) -> None:
     """OpenNMT-py 3.5.1's ensemble (several ``-model`` files) averages the models' attention into none a beam can
     index: ``-replace_unk`` and ``-attn_debug`` ended in an IndexError traceback once the models had loaded."""
-    from onmt_optimal.errors import OptionError
-
     models = own.models
     if isinstance(models, list) and len(models) > 1:
         for flag in ("replace_unk", "attn_debug"):
@@ -63,8 +157,6 @@ def validate_stock_sequence(opt) -> None:
 def validate_parsed(opt) -> None:
     """Every check ``onmt_translate`` makes of parsed translate options, as it makes them: ``check_command``,
     then ``validate_stock_sequence``."""
-    from onmt_optimal.options import read_parsed
-
     check_command(*read_parsed(opt))
     validate_stock_sequence(opt)
 

@@ -94,14 +94,15 @@ def _validating_ours(stock_validate):
 
     @functools.wraps(stock_validate)
     def validate_translate_opts(cls, opt):
-        from onmt_optimal import options as meaning  # on first use, as in ``_with_our_options``
-        from onmt_optimal.distributed import options as ray_options
+        from onmt_optimal.distributed import options as ray_options  # on first use, as in ``_with_our_options``
+        from onmt_optimal.opennmt import options
+        from onmt_optimal.options import option_warnings
 
         stock_validate(cls, opt)
-        own, flags = meaning.read_parsed(opt)
-        meaning.validate(own, flags, run=False)
+        own, flags = options.read_parsed(opt)
+        options.validate(own, flags, run=False)
         ray_options.validate(own, flags)
-        for warning in meaning.option_warnings(own, flags):
+        for warning in option_warnings(own, flags):
             sys.stderr.write(f"{PROG}: warning: {warning}\n")
 
     return mark(validate_translate_opts)
@@ -156,8 +157,7 @@ def _dispatching(stock_translate):
         from onmt_optimal.adapter import closing
         from onmt_optimal.distributed.options import workers
         from onmt_optimal.opennmt.checkpoint import one_line_loads
-        from onmt_optimal.opennmt.options import check_command, validate_stock_sequence
-        from onmt_optimal.options import read_parsed
+        from onmt_optimal.opennmt.options import check_command, read_parsed, validate_stock_sequence
 
         own, flags = read_parsed(opt)
         check_command(own, flags)

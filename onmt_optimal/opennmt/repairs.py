@@ -163,7 +163,7 @@ def parser_errors_are_one_line() -> None:
 
         def write_config_file(parsed_namespace, output_file_paths, *args, **kwargs):
             from onmt_optimal.opennmt.run_files import save_config_problem
-            from onmt_optimal.options import Settings
+            from onmt_optimal.opennmt.options import Settings
 
             problem = save_config_problem(Settings.read(parsed_namespace), output_file_paths)
             if problem:

@@ -7,6 +7,8 @@ It reads every ``-model``, the ``-config`` file, ``-src``, ``-tgt`` (gold scorin
 ``-stats_file``, ``-log_file`` (appended to), ``-dump_beam`` and, at parse time, ``-save_config`` (configargparse
 writes it, then exits). ``options.check_run`` refuses a written file that is one of the files read, or another
 written one; ``save_config_problem`` does so for ``-save_config``, which is written before any of them.
+``own`` is OpenNMT-py's record of the parsed options (``opennmt.options.Settings``, named, not imported: that
+module's checks import this one).
 """
 from __future__ import annotations
 
@@ -14,7 +16,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from onmt_optimal.flags import Flags
-    from onmt_optimal.options import Settings
 
 #: single-path options whose file the run reads (OpenNMT-py's ``dest`` names; the flag is ``-`` + the name)
 READ = ("config", "src", "tgt", "phrase_table", "src_subword_model", "tgt_subword_model", "src_subword_vocab",
@@ -24,7 +25,7 @@ READ = ("config", "src", "tgt", "phrase_table", "src_subword_model", "tgt_subwor
 WRITTEN = ("output", "stats_file", "log_file", "dump_beam")
 
 
-def reads(own: Settings) -> list[tuple[str, str]]:
+def reads(own) -> list[tuple[str, str]]:
     """The files the run reads: each ``-model``, then ``READ``, those given."""
     models = own.models or []
     pairs = [("-model", path) for path in ([models] if isinstance(models, str) else models)]
@@ -32,13 +33,13 @@ def reads(own: Settings) -> list[tuple[str, str]]:
     return [(flag, path) for flag, path in pairs if path and isinstance(path, str)]
 
 
-def writes(own: Settings, flags: Flags) -> list[tuple[str, str]]:
+def writes(own, flags: Flags) -> list[tuple[str, str]]:
     """The files the run writes, those given (-stats_file is ours: ``flags``)."""
     pairs = [(f"-{name}", getattr(flags if name == "stats_file" else own, name)) for name in WRITTEN]
     return [(flag, path) for flag, path in pairs if path and isinstance(path, str)]
 
 
-def save_config_problem(own: Settings, paths) -> str | None:
+def save_config_problem(own, paths) -> str | None:
     """One line if a ``-save_config`` path (``paths``: configargparse's list) cannot be written
     (``file_checks.check_writable``: a trailing slash, a missing directory) or is a file the run reads, else None:
     ``file_checks.check_distinct``'s refusal, as a line (configargparse writes the file while it parses)."""

@@ -27,9 +27,8 @@ def parse(translate_args: list[str], writes=(), validate: bool = True):
     from onmt.opts import translate_opts
 
     from onmt_optimal import file_checks
-    from onmt_optimal.options import Settings
     from onmt_optimal.opennmt import run_files
-    from onmt_optimal.opennmt.options import validate_parsed
+    from onmt_optimal.opennmt.options import Settings, validate_parsed
 
     parser = _refusing_parser("onmt-optimal session")
     repairs.guard_config(parser)

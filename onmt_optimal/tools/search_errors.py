@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from onmt_optimal import options
+from onmt_optimal.opennmt import options as opennmt_options
 from onmt_optimal.option_table import BY_NAME, TABLE
 from onmt_optimal.search import scoring
 from onmt_optimal.tools.exact_search import OpenNMTScorer, exact_search
@@ -30,7 +31,7 @@ class SearchErrorsError(Exception):
 
 
 def search_options(args) -> Namespace:
-    """The onmt_translate options of the beam, as a namespace ``onmt_optimal.options`` understands."""
+    """The onmt_translate options of the beam, as a namespace OpenNMT-py's record reads (``opennmt.options``)."""
     return Namespace(stopping="optimal", length_penalty=args.length_penalty, alpha=args.alpha,
                      **{**_score_options(args), "bound": "exact"}, coverage_penalty="none", beta=0.0)
 
@@ -80,9 +81,9 @@ def rule_of(args):
     """The scoring rule of the beam's options, as ``onmt_translate`` would build it."""
     from onmt.translate.beam_search import GNMTGlobalScorer
 
-    own, flags = options.read_parsed(search_options(args))
+    own, flags = opennmt_options.read_parsed(search_options(args))
     try:
-        options.validate(own, flags)
+        opennmt_options.validate(own, flags)
     except options.OptionError as err:
         raise SearchErrorsError(f"error: {err}") from None
     scorer = GNMTGlobalScorer(args.alpha, 0.0, args.length_penalty, "none")

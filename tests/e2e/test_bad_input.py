@@ -332,7 +332,8 @@ def test_a_log_file_that_cannot_be_one_is_refused(translate, toy_model, src, tmp
 def test_an_existing_output_in_a_directory_that_takes_no_new_file_is_refused(tmp_path, monkeypatch):
     """The output is written beside its target and renamed onto it: a writable file in a read-only directory
     would fail only after the decode. (os.access stands in for the directory's mode: these tests run as root.)"""
-    from onmt_optimal.options import OptionError, read_parsed, validate
+    from onmt_optimal.errors import OptionError
+    from onmt_optimal.opennmt.options import read_parsed, validate
 
     out = tmp_path / "out.txt"
     out.write_text("keep\n")

@@ -29,6 +29,7 @@ from onmt_optimal.distributed import capacity, join, plan
 from onmt_optimal.distributed import options as ray_options
 from onmt_optimal.distributed.cluster import Cluster
 from onmt_optimal import options
+from onmt_optimal.opennmt import options as opennmt_options
 from onmt_optimal.opennmt import patch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,8 +94,8 @@ def test_world_size_without_new_flags_stays_stock():
 
 def validate(opt):
     """The search's validation, then Ray's, as ``onmt_translate`` runs them (``patch.apply``)."""
-    own, flags = options.read_parsed(opt)
-    options.validate(own, flags)
+    own, flags = opennmt_options.read_parsed(opt)
+    opennmt_options.validate(own, flags)
     ray_options.validate(own, flags)
 
 
