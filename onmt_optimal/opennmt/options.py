@@ -26,8 +26,8 @@ RAY_GROUP_TITLE = "Many workers (onmt-optimal, Ray)"
 
 @dataclass(frozen=True)
 class Settings(shared.Settings):
-    """OpenNMT-py's options the plugin reads: the shared ones and OpenNMT-py's own, at OpenNMT-py's defaults where
-    the parsed options lack one."""
+    """OpenNMT-py's options the plugin reads: the shared ones and OpenNMT-py's own, each at its default here where
+    the parsed options lack it (``options.Settings``)."""
 
     gpu: int | None = -1
     world_size: int | None = 1
