@@ -1,34 +1,13 @@
 """The serving layer ``onmt_server`` and ``eole serve`` share: request ids, the statistics file, the checks at
-start-up and on each request, and the stop on a signal. Each toolkit's server module only enters its toolkit.
-
-* Request: each HTTP request is a ``Request`` while it is answered (``answering``; ``current``): its id is the
-  client's ``X-Request-Id`` (``HEADER``) when short and printable, else a fresh random one, sent back in that header
-  where its records were written (``used``); ``answer_stats`` makes each input's statistics (``FIELD``) of them.
-* Statistics: a served translator appends each request's records (``StatsLog``), each carrying the request's id
-  and the model's, ``line`` numbering the request's decoded sentences from 1, the other fields
-  ``onmt_translate``'s (``search.record.Record``):
-  ``{"request": "7f3a...", "model": 7, "line": 1, "steps": 9, "stop_reason": "optimal", ...}``.
-  A request's records go in one ``write`` (``O_APPEND``), under a lock per file (``flock`` too, for processes
-  sharing it), then synced: concurrent requests never interleave. A failed write (a full disk) is cut back to
-  the file's earlier end (whole records only; ``atomic.OutputError``); a record cut short by a killed process
-  stays, and the next one starts on a line of its own.
-* Files at start-up: a statistics file is opened once (``open_stats``: ``O_NOFOLLOW``; a symbolic link, a file
-  with other hard links, a FIFO or a device refused in one line), shared by every model naming it, and appended
-  through that handle for the server's life: a file swapped in later (a link, a FIFO) is never followed. Every
-  written file is compared by identity (``file_checks.same_file``: links, ``/proc/self/root``) with every file the
-  server reads and every other written file (``check_apart``), before any model loads.
-* Requests: a value is named by its kind in one line (``kind``); a port the server cannot listen on ends the
-  command in one line, status 2, before any model loads (``port_problem``, ``started``), and so does a refused
-  option or file (``PROG: error: CONFIG: ...``), never a traceback.
-* Signals: SIGTERM and SIGINT (``stop_on_signals``) let the appends in flight finish and take every lock
-  (``quiesce``: no record, no log line cut short), then end the process at once, even while a request decodes.
-"""
+start-up and on each request, the stop on a signal. Why each check, and what it refuses: docs/serving.md."""
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import errno
 import fcntl
+import functools
+import itertools
 import json
 import logging
 import os
@@ -43,6 +22,7 @@ import time
 from onmt_optimal import atomic, failures, file_checks
 from onmt_optimal.adapter import lines
 from onmt_optimal.errors import Fault, OptionError
+from onmt_optimal.import_hook import mark
 
 #: the HTTP header that carries a request's id, both ways; the longest client id kept
 HEADER, MAX_ID = "X-Request-Id", 128
@@ -52,11 +32,19 @@ FIELD = "onmt_optimal"
 STOPPING = {signal.SIGTERM: "terminated (SIGTERM)", signal.SIGINT: "interrupted (Ctrl-C)"}
 
 
+def around(original):
+    """A decorator: ``replacement(original, *args)`` in ``original``'s place (its name and docstring), marked ours."""
+    def make(replacement):
+        @functools.wraps(original)
+        def replaced(*args, **kwargs):
+            return replacement(original, *args, **kwargs)
+        return mark(replaced)
+    return make
+
+
 class Request:
     """The request being answered: its ``id``, whether its records were written (``used``), its answer's
-    statistics where a decode handed them (``stats``), or what they are made of (``answer_stats``): segments per
-    input (``segments``), whether each segment was empty (``empty``: answered without a decode, so without a
-    record) and the decode's ``records``, in order."""
+    statistics (``stats``) or their parts (docs/serving.md, "Requests and their ids")."""
 
     def __init__(self, given: str | None = None):
         ok = isinstance(given, str) and 0 < len(given) <= MAX_ID and given.isascii() and given.isprintable()
@@ -64,39 +52,25 @@ class Request:
         self.used, self.stats, self.segments, self.empty, self.records = False, None, [], [], []
 
     def answer_stats(self) -> list | None:
-        """Per input, its record as the statistics file has it (``search.record.STATS``), None for an input
-        answered without a decode, a list for an input split in segments; None when the counts disagree."""
+        """Per input, its record as the statistics file has it (None: no decode; a list: segments), or None."""
         if len(self.records) != self.empty.count(False) or sum(self.segments) != len(self.empty):
             return None
-        decoded, per_segment = iter(enumerate(self.records, start=1)), []
-        for empty in self.empty:
-            line, record = (None, None) if empty else next(decoded)
-            per_segment.append(None if empty else json.loads(record.json(line)))
-        out, at = [], 0
-        for count in self.segments:
-            pieces = per_segment[at:at + count]
-            out.append(pieces[0] if count == 1 else pieces)
-            at += count
-        return out
+        decoded = iter(json.loads(record.json(n)) for n, record in enumerate(self.records, start=1))
+        flat = [None if empty else next(decoded) for empty in self.empty]
+        return [flat[end - count] if count == 1 else flat[end - count:end]
+                for count, end in zip(self.segments, itertools.accumulate(self.segments))]
 
 
 #: the request being answered in this context (a server thread's, or an asyncio task's), None outside one
 CURRENT: contextvars.ContextVar = contextvars.ContextVar("onmt_optimal_request", default=None)
 
 
-def current() -> Request:
-    """The request being answered, or a new one (a decode outside any request: each call its own id)."""
-    request = CURRENT.get()
-    return request if request is not None else Request()
-
-
 @contextlib.contextmanager
 def answering(given: str | None):
     """A ``Request`` of the client's id ``given`` (None: a fresh one), ``CURRENT`` while the block runs."""
-    request = Request(given)
-    token = CURRENT.set(request)
+    token = CURRENT.set(Request(given))
     try:
-        yield request
+        yield CURRENT.get()
     finally:
         CURRENT.reset(token)
 
@@ -110,54 +84,49 @@ def kind(value) -> str:
 
 
 class StatsLog:
-    """Where a served model's translator appends each request's records: ``path``, the model's id ``model``,
-    ``handle`` the file opened at start-up (``StatsFile``; None: the path is opened at each append)."""
+    """Where a served model appends each request's records: the file opened at start-up (``handle``, a
+    ``StatsFile``) and the model's id (``model``)."""
 
-    def __init__(self, path: str, model, handle: "StatsFile | None" = None):
-        self.path, self.model, self.handle = path, model, handle
+    def __init__(self, handle: "StatsFile", model):
+        self.handle, self.model = handle, model
 
     def append(self, stats: dict, request: str | None = None) -> None:
         """The records of one request (``stats``: by ``lines.key``), in input order, under ``request`` (None: the
-        current request's id)."""
+        current request's id, which is then ``used``)."""
         if not stats:
             return
         if request is None:
-            found = current()
-            found.used = True
-            request = found.id
-        text = "".join(json.dumps({"request": request, "model": self.model, **json.loads(stats[k].json(n))},
-                                  allow_nan=False) + "\n"
-                       for n, k in enumerate(sorted(stats, key=lines.order), start=1))
-        if self.handle is not None:
-            self.handle.append(text)
-        else:
-            append(self.path, text)
+            found = CURRENT.get() or Request()
+            found.used, request = True, found.id
+        self.handle.append("".join(
+            json.dumps({"request": request, "model": self.model, **json.loads(stats[k].json(n))}, allow_nan=False)
+            + "\n" for n, k in enumerate(sorted(stats, key=lines.order), start=1)))
 
 
 class StatsFile:
-    """A statistics file opened once, at start-up (``open``): ``O_APPEND``, ``O_NOFOLLOW``, read and write where
-    the file allows reading (to see whether its last record was cut short)."""
+    """A statistics file opened once, at start-up, and appended whole records at a time (docs/serving.md, "The
+    statistics file")."""
 
     def __init__(self, fd: int, path: str, flag: str, readable: bool):
         self.fd, self.path, self.flag, self.readable = fd, path, flag, readable
         st = os.fstat(fd)
-        self.regular = stat.S_ISREG(st.st_mode)
-        self.key = ("inode", st.st_dev, st.st_ino)
+        self.regular, self.key = stat.S_ISREG(st.st_mode), ("inode", st.st_dev, st.st_ino)
 
     @classmethod
     def open(cls, path: str, flag: str = "-stats_file") -> "StatsFile":
-        """``path`` opened for appending (created if need be), or ``options.OptionError`` in one line: a symbolic
-        link, a file with other hard links, a FIFO, a device or a directory (``/dev/null`` is taken)."""
+        """``path`` opened for appending (created if need be), or ``OptionError``: a link, a FIFO, a device..."""
         flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
         try:
-            fd, readable = _open_appending(path, flags)
+            try:  # read and write (to see whether the last record was cut short), or write alone
+                fd, readable = os.open(path, os.O_RDWR | flags, 0o666), True
+            except PermissionError:
+                fd, readable = os.open(path, os.O_WRONLY | flags, 0o666), False
         except OSError as err:
             if err.errno == errno.ELOOP:
                 raise OptionError(f"{flag} {path} is a symbolic link: a server appends to the file itself, "
                                   f"which it opens once; name the file") from None
             raise OptionError(f"{flag} {path} cannot be opened for appending ({_reason(err)})") from None
-        st = os.fstat(fd)
-        problem = None
+        st, problem = os.fstat(fd), None
         if not stat.S_ISREG(st.st_mode) and not (path == os.devnull and stat.S_ISCHR(st.st_mode)):
             problem = "is not a regular file (a FIFO, a socket, a device or a directory): name one"
         elif stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
@@ -169,9 +138,32 @@ class StatsFile:
         return cls(fd, path, flag, readable)
 
     def append(self, text: str) -> None:
-        """``text`` added at the end of the file, in one write, or nothing added at all."""
+        """``text`` added at the end of the file under ``flock``, on a line of its own, in one write, synced; or,
+        the write failed, nothing added at all (``atomic.OutputError``)."""
+        data, regular = text.encode("utf-8"), self.regular
         with _lock(self.key):
-            _append_fd(self.fd, self.path, text.encode("utf-8"), self.flag, self.regular, self.readable)
+            if regular:
+                fcntl.flock(self.fd, fcntl.LOCK_EX)
+            try:
+                end = os.fstat(self.fd).st_size if regular else 0
+                if end and self.readable:
+                    with contextlib.suppress(OSError):
+                        if os.pread(self.fd, 1, end - 1) != b"\n":
+                            data = b"\n" + data  # after a record cut short by a killed writer
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(self.fd, view):]
+                    if regular:
+                        os.fsync(self.fd)
+                except OSError as err:
+                    if regular:
+                        os.ftruncate(self.fd, end)  # the file as it was: whole records only
+                    raise atomic.OutputError(f"{self.flag} {self.path}: cannot append to it ({_reason(err)}); "
+                                             f"earlier records were kept, this request's were not written") from None
+            finally:
+                if regular:
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -184,31 +176,28 @@ OPENED: dict = {}
 
 
 def open_stats(path: str) -> StatsFile:
-    """The statistics file at ``path`` as this server opened it: once, when a model first names it (at start-up),
-    then shared by every model and clone naming it, by any spelling (one handle per file)."""
-    handle = OPENED.get(path)
-    if handle is None:
+    """The statistics file at ``path``, opened once, at start-up, and shared by every model naming it (by any
+    spelling: one handle per file)."""
+    if path not in OPENED:
         handle = StatsFile.open(path)
         same = next((h for h in OPENED.values() if h.key == handle.key), None)
         if same is not None:
             handle.close()
-            handle = same
-        OPENED[path] = handle
-    return handle
+        OPENED[path] = same or handle
+    return OPENED[path]
 
 
 def stats_log(path: str, model) -> StatsLog:
     """A served model's ``StatsLog``, appending through the handle ``open_stats`` opened."""
-    return StatsLog(path, model, open_stats(path))
+    return StatsLog(open_stats(path), model)
 
 
-#: one lock per file (its real path, or a ``StatsFile``'s key), for the threads of this process
+#: one lock per file (a ``StatsFile``'s key), for the threads of this process
 _LOCKS: dict = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-def _lock(path) -> threading.Lock:
-    key = path if isinstance(path, tuple) else os.path.realpath(path)
+def _lock(key: tuple) -> threading.Lock:
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(key, threading.Lock())
 
@@ -219,73 +208,10 @@ def quiesce(timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     if not _LOCKS_GUARD.acquire(timeout=timeout):
         return
-    locks = list(_LOCKS.values()) + [getattr(h, "lock", None) for h in logging.getLogger().handlers
-                                     + logging.getLogger("onmt").handlers]
-    for lock in locks:
+    for lock in list(_LOCKS.values()) + [getattr(h, "lock", None) for h in logging.getLogger().handlers
+                                         + logging.getLogger("onmt").handlers]:
         if lock is not None:
             lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
-
-
-def append(path: str, text: str, flag: str = "-stats_file") -> None:
-    """``text`` added at the end of ``path`` (created if need be) in one write, or nothing at all
-    (``atomic.OutputError``); the path opened anew at each call."""
-    data = text.encode("utf-8")
-    flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK  # (a FIFO fails at once instead of hanging)
-    with _lock(path):
-        try:
-            fd, readable = _open_appending(path, flags)
-        except OSError as err:
-            raise atomic.OutputError(f"{flag} {path}: cannot append to it ({_reason(err)}); earlier records "
-                                     f"were kept") from None
-        try:
-            regular = stat.S_ISREG(os.fstat(fd).st_mode)
-            if not regular and path != os.devnull:
-                raise atomic.OutputError(f"{flag} {path}: cannot append to it (not a regular file any more); "
-                                         f"earlier records were kept")
-            _append_fd(fd, path, data, flag, regular, readable)
-        finally:
-            os.close(fd)
-
-
-def _open_appending(path: str, flags: int) -> tuple[int, bool]:
-    """``(fd, readable)``: read and write, or write alone where reading is not permitted."""
-    try:
-        return os.open(path, os.O_RDWR | flags, 0o666), True
-    except PermissionError:
-        return os.open(path, os.O_WRONLY | flags, 0o666), False
-
-
-def _append_fd(fd: int, path: str, data: bytes, flag: str, regular: bool, readable: bool) -> None:
-    """``data`` written at the end of ``fd`` under ``flock`` (a regular file), after a newline if its last record
-    was cut short, then synced; a failed write cut back."""
-    end = 0
-    if regular:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    try:
-        if regular:
-            end = os.fstat(fd).st_size
-            last = None
-            if end and readable:
-                try:
-                    last = os.pread(fd, 1, end - 1)
-                except OSError:
-                    last = None
-            if end and last not in (b"\n", None):
-                data = b"\n" + data  # after a record cut short by a killed writer: a line of its own
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if regular:
-                os.fsync(fd)
-        except OSError as err:
-            if regular:
-                os.ftruncate(fd, end)  # the file as it was: whole records only
-            raise atomic.OutputError(f"{flag} {path}: cannot append to it ({_reason(err)}); earlier records "
-                                     f"were kept, this request's were not written") from None
-    finally:
-        if regular:
-            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _reason(err: OSError) -> str:
@@ -299,7 +225,7 @@ def check(flag: str, path: str) -> None:
 
 def check_apart(flag: str, path: str, reads=(), writes=(), prefix: str = "") -> None:
     """``path``, written under ``flag``, is none of ``reads`` (``(whose, path)``: files the server reads) nor of
-    ``writes`` (files it writes otherwise), by identity; else ``options.OptionError``, one line."""
+    ``writes`` (files it writes otherwise), by identity; else ``OptionError``, one line."""
     for whose, read in reads:
         if file_checks.same_file(path, read):
             raise OptionError(f"{prefix}{flag} {path} is {whose} {read}, which the server reads: writing it would "
@@ -311,8 +237,7 @@ def check_apart(flag: str, path: str, reads=(), writes=(), prefix: str = "") -> 
 
 
 def port_problem(host, port) -> str | None:
-    """Why a server could not listen on ``host``:``port``, in one line, or None: each address ``host`` resolves to
-    is bound for a moment, as the server will (``SO_REUSEADDR``, as uvicorn and waitress set it)."""
+    """Why a server could not listen on ``host``:``port``, in one line, or None (each address bound a moment)."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         return f"port {port!r} is not a port number (0 to 65535)"
     try:
@@ -322,20 +247,18 @@ def port_problem(host, port) -> str | None:
     for family, kind_, proto, _, address in found:
         try:
             with socket.socket(family, kind_, proto) as probe:
-                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as uvicorn and waitress)
                 probe.bind(address)
         except OSError as err:
             if err.errno == errno.EADDRINUSE:
                 return f"port {port} on {host} is in use"
-            if err.errno == errno.EAFNOSUPPORT:
-                continue
-            return f"cannot listen on port {port} of {host} ({_reason(err)})"
+            if err.errno != errno.EAFNOSUPPORT:
+                return f"cannot listen on port {port} of {host} ({_reason(err)})"
     return None
 
 
 def started(prog: str, host, port, config, start):
-    """``start()`` once ``host``:``port`` is free (else one line, status 2, before any model loads); a refused
-    option or file, or a failed write, ends the command as ``PROG: error: CONFIG: ...``, never a traceback."""
+    """``start()`` once ``host``:``port`` is free; else, or on a refused option or file, one line and the end."""
     problem = port_problem(host, port)
     if problem is not None:
         failures.fail(prog, problem, 2)
@@ -346,9 +269,8 @@ def started(prog: str, host, port, config, start):
 
 
 def stop_on_signals(prog: str | None = None, interrupted: int | None = None, if_ignored: bool = False) -> dict:
-    """SIGTERM and SIGINT end the process (from the main thread only) once ``quiesce``d: ``PROG: WHY: stopped
-    serving`` said where ``prog`` is given, then by the signal, or with status ``interrupted`` on SIGINT where
-    given; a signal ignored when the server started stays so unless ``if_ignored``. Returns the handlers replaced."""
+    """SIGTERM and SIGINT end the process once ``quiesce``d (docs/serving.md, "The port, the refusals, the stop");
+    returns the handlers replaced."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     return {signum: signal.signal(signum, lambda signum, frame: _stop(prog, interrupted, signum))
@@ -359,11 +281,9 @@ def _stop(prog: str | None, interrupted: int | None, signum: int) -> None:
     quiesce()
     for stream, line in ((sys.stderr, f"{prog}: {STOPPING[signum]}: stopped serving\n" if prog else ""),
                          (sys.stdout, "")):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.write(line)
             stream.flush()
-        except (OSError, ValueError):
-            pass
     if signum == signal.SIGINT and interrupted is not None:
         os._exit(interrupted)
     signal.signal(signum, signal.SIG_DFL)

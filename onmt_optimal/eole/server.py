@@ -1,17 +1,6 @@
 """eole's inference server (``eole serve``) with the plugin's options in a model's ``config``: its seams and
-repairs over the shared serving layer (``onmt_optimal.serving``: request ids, the statistics file, the checks at
-start-up, the stop on a signal), each patch once its eole module has executed (``hook``).
-
-A model's config is eole's ``PredictConfig`` with our fields, checked as ``eole predict`` checks it; a relative
-``stats_file`` is the working directory's (as eole takes ``log_file`` and a local ``path``), refused unless it
-takes appended records and is none of the files the server reads or writes for any model of its YAML, then opened
-once. A request whose settings name a file, that has no input, that names one of our options, or whose settings
-our search cannot decode with, is answered HTTP 400 in one line. A request decoded with our search carries its
-id to the predictor as one more setting (``REQUEST_SETTING``), so eole's batcher, which groups only requests of
-equal settings, decodes it on its own: its records are its own, in ``stats_file`` and in its answer
-(``FIELD``). With none of our options a model is served as stock eole serves it, but for the one-line 400s, the
-port checked first and the prompt stop.
-"""
+repairs over the shared serving layer (``onmt_optimal.serving``), each patch once its eole module has executed
+(``hook``); why each, and what it refuses: docs/serving.md, "eole serve"."""
 from __future__ import annotations
 
 import asyncio
@@ -25,25 +14,26 @@ import sys
 
 import yaml
 
-from onmt_optimal import serving
+from onmt_optimal import file_checks, serving
 from onmt_optimal.eole import files, options
 from onmt_optimal.eole.options import FIELDS
-from onmt_optimal.import_hook import mark, ours
-from onmt_optimal import file_checks
 from onmt_optimal.errors import OptionError
+from onmt_optimal.import_hook import mark, ours
+from onmt_optimal.serving import around
 
 PROG = "eole serve"
-
 #: the request setting that carries a request's id to the predictor (``translator.Certified``'s attribute)
 REQUEST_SETTING = "onmt_optimal_request"
-#: the field of ``/infer``'s answer that holds one statistics record per input, where decoded with our search
-FIELD = serving.FIELD
 #: the request settings (eole's ``DecodingConfig``) that name a file: a request may not choose one
 FILE_SETTINGS = ("phrase_table", "dump_beam")
 #: seconds the requests in flight get to finish once SIGTERM or SIGINT asks the server to stop
 GRACE = 2.0
 #: the server's YAML (``Server.start``'s path, absolute): a file every model reads
 _server_config: list = [None]
+#: every model of the server's YAML (``_site``): ``(id, local model directory or None, files read, files written)``
+_SITE: list = []
+#: ``(model id, stats_file)`` pairs checked and opened at start-up (or at the model's first load)
+_CHECKED: set = set()
 
 
 def _ours_in(config: dict) -> bool:
@@ -57,39 +47,32 @@ def patch_server_model() -> None:
     model = module.Model
     if ours(model.get_config):
         return
-
     module.PredictConfig = options.config_class()
-    module.Server.start = _checked_at_start(module.Server.start)
-    model.load = _appending(model.load)
+    module.Server.start = around(module.Server.start)(_checked_start)
+    model.load = around(model.load)(_load)
     model.infer_async = _per_request(model.infer_async)
-    model.get_config = _checked(model.get_config)  # the last: a call that finds it ours has nothing left to do
+    model.get_config = around(model.get_config)(_get_config)  # the last: a call that finds it ours has nothing left
 
 
-def _checked(get_config):
+def _get_config(get_config, self):
     """``Model.get_config`` that checks our options as ``eole predict`` does, where the model sets any; its
-    faults are one-line ``OptionError``s naming the model."""
+    faults one-line ``OptionError``s naming the model."""
+    if not _ours_in(self.pre_config):
+        return get_config(self)
+    from pydantic import ValidationError
 
-    @functools.wraps(get_config)
-    def checked(self):
-        if not _ours_in(self.pre_config):
-            return get_config(self)
-        from pydantic import ValidationError
-
-        try:
-            get_config(self)
-            config = self.config
-            own, flags = options.read_parsed(config)
-            options.validate(own, flags, run=False)
-            for warning in options.option_warnings(own, flags):
-                sys.stderr.write(f"{PROG}: warning: model {self.model_id}: {warning}\n")
-            if config.stats_file:
-                _check_stats_file(config, self.model_id)
-        except ValidationError as err:
-            raise options.OptionError(f"model {self.model_id}: {_invalid(err)}") from None
-        except options.OptionError as err:
-            raise type(err)(f"model {self.model_id}: {err}") from None
-
-    return mark(checked)
+    try:
+        get_config(self)
+        own, flags = options.read_parsed(self.config)
+        options.validate(own, flags, run=False)
+        for warning in options.option_warnings(own, flags):
+            sys.stderr.write(f"{PROG}: warning: model {self.model_id}: {warning}\n")
+        if self.config.stats_file:
+            _check_stats_file(self.config, self.model_id)
+    except ValidationError as err:
+        raise options.OptionError(f"model {self.model_id}: {_invalid(err)}") from None
+    except options.OptionError as err:
+        raise type(err)(f"model {self.model_id}: {err}") from None
 
 
 def _invalid(err) -> str:
@@ -106,42 +89,33 @@ def _invalid(err) -> str:
 
 
 def _check_stats_file(config, model_id=None) -> None:
-    """``stats_file`` names a regular file (or a new one) that takes appended records (a FIFO would hang every
-    request, a directory or ``name/`` fail it), and is none of the files the server reads or writes, for this model
-    (``files.check_served``: its YAML, the model's files, its transforms' files, ``log_file``) or any other it
-    serves (``_check_site``), links resolved; then it is opened, once (``serving.open_stats``). A relative path is the
-    working directory's: ``config.stats_file`` becomes absolute. Checked once per model: when the model loads
-    later, the file it opened at start-up is the one it appends to, whatever has been put in its place since."""
+    """``config.stats_file`` made absolute, checked (docs/serving.md, "eole serve") and opened, once per model."""
     given = config.stats_file
     config.stats_file = path = os.path.abspath(given)
     if model_id is not None and (model_id, path) in _CHECKED and path in serving.OPENED:
         return
-    # a directory, ``name/``...
-    file_checks.check_writable("-stats_file", path + os.sep if given.endswith(os.sep) else path)
-    if os.path.exists(path):
-        mode = os.stat(path).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
-            raise OptionError(f"-stats_file {path} is {kind}: the server appends records to a regular file; "
-                              f"name one")
+    file_checks.check_writable("-stats_file", path + os.sep if given.endswith(os.sep) else path)  # a directory
+    mode = os.stat(path).st_mode if os.path.exists(path) else stat.S_IFREG
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise OptionError(f"-stats_file {path} is {kind}: the server appends records to a regular file; name one")
     serving.check("-stats_file", path)
     files.check_served(*options.read_parsed(config), _server_config[0])  # (read anew: stats_file is absolute now)
-    _check_site(path)
+    for site_id, directory, reads, writes in _SITE:  # every model of the server's YAML
+        member = files._in_model(path, directory) if directory is not None else None
+        if member is not None:
+            what = "directory" if member == "." else f"file {member} of the model directory"
+            raise OptionError(f"-stats_file {path} is model {site_id}'s {what} {directory}, which the server "
+                              f"reads: writing it would destroy it; name another file")
+        serving.check_apart("-stats_file", path, [(f"model {site_id}'s {what}", read) for what, read in reads],
+                            [(f"model {site_id}'s {flag}", written) for flag, written in writes])
     serving.open_stats(path)
     if model_id is not None:
         _CHECKED.add((model_id, path))
 
 
-#: every model of the server's YAML (``_site``): ``(model id, its local model directory or None, the files its
-#: entry names that the server reads, those it writes besides a stats_file)``
-_SITE: list = []
-#: ``(model id, stats_file)`` pairs checked and opened at start-up (or at the model's first load)
-_CHECKED: set = set()
-
-
 def _site(server_config_path) -> list:
-    """``_SITE``'s entries, read from the server's YAML as eole reads it (each model's ``path``, its ``config``'s
-    ``log_file``, ``phrase_table`` and transforms' files); nothing where it cannot be read (eole says why)."""
+    """``_SITE``'s entries, read from the server's YAML as eole reads it; nothing where it cannot be read."""
     try:
         with open(server_config_path, encoding="utf-8") as f:
             conf = yaml.safe_load(f)
@@ -149,9 +123,7 @@ def _site(server_config_path) -> list:
         return []
     entries = conf.get("models") if isinstance(conf, dict) else None
     site = []
-    for entry in entries if isinstance(entries, list) else []:
-        if not isinstance(entry, dict):
-            continue
+    for entry in [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []:
         path = entry.get("path")
         local = os.path.expandvars(path) if isinstance(path, str) else None
         config = entry.get("config") if isinstance(entry.get("config"), dict) else {}
@@ -159,54 +131,33 @@ def _site(server_config_path) -> list:
                  if isinstance(config.get(name), str) and config[name]]
         reads += [(f"{where} file", value) for where, value in files._transform_files(
             config.get("transforms_configs") or {}, "transforms_configs")]
-        writes = [("-log_file", config["log_file"])] if isinstance(config.get("log_file"), str) and \
-            config["log_file"] else []
+        log = config.get("log_file")
+        writes = [("-log_file", log)] if isinstance(log, str) and log else []
         site.append((entry.get("id"), local if local and os.path.isdir(local) else None, reads, writes))
     return site
 
 
-def _check_site(path: str) -> None:
-    """``path`` (a ``stats_file``) is no file the server reads or writes for any model of its YAML (``_SITE``): a
-    model's directory or a file in it, a file its config names, its ``log_file`` (another model's ``stats_file``
-    may be the same: they share it)."""
-    for model_id, directory, reads, writes in _SITE:
-        if directory is not None:
-            member = files._in_model(path, directory)
-            if member is not None:
-                what = "directory" if member == "." else f"file {member} of the model directory"
-                raise OptionError(f"-stats_file {path} is model {model_id}'s {what} {directory}, which the server "
-                                  f"reads: writing it would destroy it; name another file")
-        serving.check_apart("-stats_file", path, [(f"model {model_id}'s {what}", read) for what, read in reads],
-                            [(f"model {model_id}'s {flag}", written) for flag, written in writes])
-
-
-def _checked_at_start(start):
-    """``Server.start`` that reads every model's files first (``_SITE``), checks, at start-up, every model setting
-    one of our options that stock did not load then (``preload``): a local model directory only (a Hugging Face
-    ID is checked when it loads), and answers a request naming no model it serves with HTTP 400 (``Models``)."""
-
-    @functools.wraps(start)
-    def checked_start(self, server_config_path):
-        _server_config[0] = os.path.abspath(server_config_path) if isinstance(server_config_path, str) else None
-        _SITE[:] = _site(server_config_path) if isinstance(server_config_path, str) else []
-        start(self, server_config_path)
-        self.models = Models(self.models)
-        for model in self.models.values():
-            local = os.path.expandvars(model.model_path) if isinstance(model.model_path, str) else None
-            if model.loaded or not _ours_in(model.pre_config) or not local or not os.path.isdir(local):
-                continue
-            model.local_path = local
-            try:
-                model.get_config()
-            finally:
-                model.local_path = None  # load finds it again (``maybe_retrieve_model``)
-
-    return mark(checked_start)
+def _checked_start(start, self, server_config_path):
+    """``Server.start`` that reads every model's files first (``_SITE``), checks at start-up every local model
+    setting our options that stock did not load then, and answers an unknown model 400 (``Models``)."""
+    is_path = isinstance(server_config_path, str)
+    _server_config[0] = os.path.abspath(server_config_path) if is_path else None
+    _SITE[:] = _site(server_config_path) if is_path else []
+    start(self, server_config_path)
+    self.models = Models(self.models)
+    for model in self.models.values():
+        local = os.path.expandvars(model.model_path) if isinstance(model.model_path, str) else None
+        if model.loaded or not _ours_in(model.pre_config) or not local or not os.path.isdir(local):
+            continue
+        model.local_path = local
+        try:
+            model.get_config()
+        finally:
+            model.local_path = None  # load finds it again (``maybe_retrieve_model``)
 
 
 class Models(dict):
-    """``Server.models``, whose lookup of an id it does not hold (a client's ``"model"``: a name or a number) raises
-    ``unknown_model()``, answered with HTTP 400 and one line; stock raised a ``KeyError``: a 500 and a traceback."""
+    """``Server.models``, whose lookup of an id it does not hold raises ``unknown_model()``: 400 and one line."""
 
     def __missing__(self, model_id):
         raise unknown_model()(status_code=400, detail=f"unknown model: {model_id!r}; served: {list(self)!r}")
@@ -220,29 +171,18 @@ def unknown_model():
     return type("UnknownModel", (HTTPException, KeyError), {"__module__": __name__})
 
 
-def _appending(load):
-    """``Model.load`` whose predictor appends each request's records to ``stats_file``, through the handle the
-    server opened (``serving.open_stats``)."""
-
-    @functools.wraps(load)
-    def appending(self):
-        load(self)
-        predictor = getattr(self.engine, "predictor", None)
-        search = getattr(predictor, "search", None)
-        if search is not None and not search.stock and search.stats_file:
-            predictor.stats_log = serving.stats_log(search.stats_file, self.model_id)
-
-    return mark(appending)
+def _load(load, self):
+    """``Model.load`` whose predictor appends each request's records to ``stats_file`` (``serving.stats_log``)."""
+    load(self)
+    predictor = getattr(self.engine, "predictor", None)
+    search = getattr(predictor, "search", None)
+    if search is not None and not search.stock and search.stats_file:
+        predictor.stats_log = serving.stats_log(search.stats_file, self.model_id)
 
 
 def _per_request(infer_async):
-    """``Model.infer_async`` that answers with HTTP 400 and one line, before anything is decoded, a request with
-    no input (stock eole fails on it with a traceback and a 500) or one whose settings name a file the model's
-    config does not (``FILE_SETTINGS``: eole would read a ``phrase_table`` from any path a client names); for a
-    model setting our options, checks the request's decoding settings with them (``request_problem``) and, where
-    it decodes with our search, hands the request's id (``serving.CURRENT``, set by ``RequestIds``, or a fresh one)
-    to the predictor as the setting ``REQUEST_SETTING``: the request is decoded on its own, its records go to
-    ``stats_file`` under its id and into its answer (``Request.stats``)."""
+    """``Model.infer_async`` that refuses a bad request (400, one line) before any decode and, under our search,
+    decodes it on its own under its id (``REQUEST_SETTING``), its records into its answer (docs/serving.md)."""
 
     @functools.wraps(infer_async)
     async def infer(self, inputs, settings=None, is_chat=False):
@@ -273,8 +213,7 @@ def _per_request(infer_async):
 
 
 async def _unless_stopped(model, decode):
-    """``decode`` awaited; cancelled, as uvicorn cancels the requests still in flight when the server stops
-    (``patch_serve_command``), it is answered with HTTP 503 and one line instead of a traceback and a 500."""
+    """``decode`` awaited; cancelled as the server stops, it is answered 503 and one line instead of a 500."""
     try:
         return await decode
     except asyncio.CancelledError:
@@ -285,8 +224,7 @@ async def _unless_stopped(model, decode):
 
 
 def _input_problem(model, inputs, settings: dict) -> str | None:
-    """One line on a request that has no input, or whose settings name a file (``FILE_SETTINGS``) other than
-    the one the model's config names; None when there is nothing to refuse."""
+    """One line on a request that has no input, or whose settings name a file (``FILE_SETTINGS``), or None."""
     if isinstance(inputs, (list, tuple)) and not inputs:
         return f"model {model.model_id}: the request has no input (an empty list): give at least one"
     for name in FILE_SETTINGS:
@@ -298,12 +236,9 @@ def _input_problem(model, inputs, settings: dict) -> str | None:
 
 
 def request_problem(model, settings: dict) -> str | None:
-    """One line on what the request's ``settings`` ask that the model's search cannot do with them (eole
-    applies each setting the predictor has, e.g. ``beam_size``, ``n_best``, ``max_length``, ``ratio``, ``top_k``,
-    over the model's config for that request: ``update_settings``), checked as ``eole predict`` checks a config;
-    None when there is nothing to refuse."""
-    predictor = getattr(model.engine, "predictor", None)
-    config = getattr(model, "config", None)
+    """One line on what the request's ``settings`` (those the predictor applies over the model's config) ask that
+    the model's search cannot do, checked as ``eole predict`` checks a config; None when nothing."""
+    predictor, config = getattr(model.engine, "predictor", None), getattr(model, "config", None)
     if predictor is None or config is None:
         return None
     fields = type(config).model_fields
@@ -316,10 +251,8 @@ def request_problem(model, settings: dict) -> str | None:
 
 
 class RequestIds:
-    """ASGI middleware: each HTTP request is a ``serving.Request`` (its ``X-Request-Id``, or a fresh id) while it
-    is answered; a request whose records were written gets its id back in that header, and an answer of
-    ``/infer`` whose request was decoded with our search gets its records (``Request.stats``, ``FIELD``). Any other
-    request's answer is left as it is, byte for byte."""
+    """ASGI middleware: each HTTP request a ``serving.Request``; its id back where its records were written, and a
+    200 answer of ``/infer`` decoded with our search with its records; any other answer as it is."""
 
     def __init__(self, app):
         self.app = app
@@ -344,10 +277,9 @@ class RequestIds:
                 held.append(message)
                 if message.get("more_body"):
                     return
-                message = _with_stats(held, request.stats)
+                start, message = _with_stats(held, request.stats)
                 held.clear()
-                await send(message[0])
-                message = message[1]
+                await send(start)
             await send(message)
 
         with serving.answering(given.decode("latin-1") if given is not None else None) as request:
@@ -355,11 +287,11 @@ class RequestIds:
 
 
 def _with_stats(held: list, stats: list) -> tuple:
-    """The answer's start and body messages (``held``: its start, then its body's parts) with ``FIELD`` added to
-    its JSON object, serialized as FastAPI serializes it (compact, UTF-8); its ``content-length`` updated."""
+    """The answer's start and body messages (``held``) with ``serving.FIELD`` added to its JSON object, as FastAPI
+    writes it (compact, UTF-8), its ``content-length`` updated."""
     start, parts = held[0], held[1:]
     body = json.loads(b"".join(part.get("body", b"") for part in parts))
-    body[FIELD] = stats
+    body[serving.FIELD] = stats
     data = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
     headers = [(name, str(len(data)).encode("latin-1") if name.lower() == b"content-length" else value)
                for name, value in start.get("headers", ())]
@@ -367,32 +299,30 @@ def _with_stats(held: list, stats: list) -> tuple:
 
 
 def patch_server_app() -> None:
-    """``eole.server.app``: ``create_app`` adds ``RequestIds`` to the application it makes, and answers a request
-    that names one of our options (``own_option_answer``) with HTTP 400 and one line."""
+    """``eole.server.app``: ``create_app`` adds ``RequestIds`` and answers a request naming one of our options
+    400 and one line (``own_option_answer``); its from-import copy in ``eole.bin.run.serve`` too."""
     module = importlib.import_module("eole.server.app")
     if ours(module.create_app):
         return
     stock_create = module.create_app
-
-    @functools.wraps(stock_create)
-    def create_app(config_file):
-        from fastapi.exceptions import RequestValidationError
-
-        app = stock_create(config_file)
-        app.add_middleware(RequestIds)
-        app.add_exception_handler(RequestValidationError, own_option_answer)
-        return app
-
-    module.create_app = mark(create_app)
-    serve = sys.modules.get("eole.bin.run.serve")  # a copy taken by ``from eole.server.app import create_app``
+    module.create_app = around(stock_create)(_create_app)
+    serve = sys.modules.get("eole.bin.run.serve")
     if serve is not None and getattr(serve, "create_app", None) is stock_create:
         serve.create_app = module.create_app
 
 
+def _create_app(create_app, config_file):
+    from fastapi.exceptions import RequestValidationError
+
+    app = create_app(config_file)
+    app.add_middleware(RequestIds)
+    app.add_exception_handler(RequestValidationError, own_option_answer)
+    return app
+
+
 async def own_option_answer(request, exc):
-    """FastAPI's answer to a request body its schema refuses: stock's (HTTP 422, pydantic's errors), but HTTP 400
-    and one line where the body names one of our options, which eole's request schema does not take: they are
-    a model's (its ``config`` in the server's YAML), and ``stats_file`` names a file, which no request chooses."""
+    """FastAPI's answer to a body its schema refuses: stock's (422), but 400 and one line where it names one of
+    our options, a model's, which no request sets."""
     from fastapi.exception_handlers import request_validation_exception_handler
     from fastapi.responses import JSONResponse
 
@@ -400,25 +330,18 @@ async def own_option_answer(request, exc):
              if error.get("type") == "extra_forbidden" and error.get("loc") and error["loc"][-1] in FIELDS]
     if not named:
         return await request_validation_exception_handler(request, exc)
-    name = named[0]
     why = ("it names a file, and a request cannot choose one: the server writes only the files of its YAML"
-           if name == "stats_file" else
+           if named[0] == "stats_file" else
            "it is a model's option, set in the model's config in the server's YAML (one model entry per "
            "setting; entries may share a path)")
-    return JSONResponse(status_code=400, content={"detail": f"{name} cannot be given in a request: {why}"})
+    return JSONResponse(status_code=400, content={"detail": f"{named[0]} cannot be given in a request: {why}"})
 
 
 def patch_serve_command() -> None:
-    """Repair ``eole.bin.run.serve.Serve.run``: a port it cannot listen on ends ``eole serve`` in one line, status 2,
-    before any model loads (stock loaded them, then failed to listen), and so does a refused option at start-up
-    (``serving.started``). SIGTERM and SIGINT stop it within ``GRACE`` seconds, even with a decode in flight
-    (stock waited for it): uvicorn stops taking connections, waits for the requests in flight at most ``GRACE``
-    seconds (a request cut off is answered 503 in one line: ``_unless_stopped``), then raises the signal again
-    with the handler it found, ``serving.stop_on_signals``', which ends the process once no record is being
-    appended, as stock ends when nothing is in flight: by the signal on SIGTERM, with status 0 on SIGINT."""
+    """Repair ``eole.bin.run.serve.Serve.run``: the port first, a refused option in one line, and SIGTERM and
+    SIGINT stop it within ``GRACE`` seconds (docs/serving.md, "The stop")."""
     module = importlib.import_module("eole.bin.run.serve")
-    serve = module.Serve
-    if ours(serve.run):
+    if ours(module.Serve.run):
         return
 
     def run(cls, args):
@@ -432,4 +355,4 @@ def patch_serve_command() -> None:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
 
-    serve.run = classmethod(mark(run))
+    module.Serve.run = classmethod(mark(run))

@@ -1,21 +1,6 @@
-"""The files an ``onmt_server`` config makes the server read and write, checked together before it starts.
-
-The server reads its config file (``onmt_server -m``), each model's checkpoints (``"model"``/``"models"``,
-joined to the model's root), its tokenizer's files (a SentencePiece ``"model"``, pyonmttok's ``*path``
-parameters, joined as OpenNMT-py joins them) and a ``"config"`` of its ``"opt"``; it writes each model's
-``stats_file`` and ``log_file`` (both joined to the model's root, appended to request by request) and a
-``dump_beam``. ``check_config`` refuses, in one line naming the model (``options.OptionError``), a path-typed
-option that is not a string, a ``"transforms"`` (the server applies none: ``TRANSFORMS``), a written file that
-is not a regular file or cannot take appended lines (``file_checks.check_appended``), a written file that is a file
-some model reads (through links too: ``file_checks.same_file``), and two written files of different kinds that are
-one (models may share a ``stats_file``, told apart by the records' ``model``, or a ``log_file``).
-
-Every key of a model's ``"opt"`` is read as OpenNMT-py's parser reads the ``-KEY`` token stock's ``parse_opt``
-makes of it (``read_key``: a leading dash, ``OPTION=VALUE`` inside a key, a unique abbreviation, ``hX``), so that
-no check is skipped by spelling (``by_dest``). ``CLIENT_OPTIONS`` are the only options a client's
-``/clone_model`` may set (``client_problem``): decoding settings, each by its exact name, never a file, a config,
-a package to load or an option that makes the parser exit (``server.patch_translation_server``).
-"""
+"""The files an ``onmt_server`` config makes the server read and write, checked together before it starts, each
+key of a model's ``"opt"`` read as OpenNMT-py's parser reads it, and the options a client may set: why each
+check, and what it refuses, in docs/serving.md ("A model's options", "The config's files")."""
 from __future__ import annotations
 
 import functools
@@ -26,9 +11,9 @@ import yaml
 
 from onmt_optimal import file_checks, serving
 from onmt_optimal.adapter import yaml_guard
+from onmt_optimal.errors import OptionError, OptionTypeError
 from onmt_optimal.opennmt import run_files
 from onmt_optimal.option_table import OPENNMT, client_options
-from onmt_optimal.errors import OptionError, OptionTypeError
 
 #: path-typed options of a model's ``"opt"`` (OpenNMT-py's ``dest`` names)
 PATH_OPTIONS = ("save_config", *run_files.READ, *run_files.WRITTEN)
@@ -36,20 +21,22 @@ PATH_OPTIONS = ("save_config", *run_files.READ, *run_files.WRITTEN)
 CLIENT_OPTIONS = client_options(OPENNMT)
 #: the files a served model writes, in the order they are compared
 APPENDED = ("stats_file", "log_file")
+#: options whose parsing ends the process (stock's server never answered the request, or ended at start-up)
+EXITING = {"help": "print its help", "save_config": "write a config file"}
 
 TRANSFORMS = ('"transforms" in a model\'s "opt" is ignored by onmt_server (it applies no transform to a request): '
               'give the model\'s SentencePiece or pyonmttok model in its "tokenizer" block instead')
 
 
 def check_opt(opt: dict) -> dict:
-    """A model's ``"opt"`` (before OpenNMT-py turns it into a command line), by option (``by_dest``: each key read
-    as the parser reads it), with the values of a ``"config"`` YAML it loads where ``opt`` sets none: no
-    ``"transforms"``, and each path-typed option a string (``5`` or ``["a", "b"]`` would name a file ``5`` or
-    ``['a', 'b']``, a YAML ``true`` one named ``True``). Returns the options by ``dest``."""
+    """A model's ``"opt"`` by option (``by_dest``), with a ``"config"`` YAML's values where it sets none: no
+    ``"transforms"``, each path-typed option a string. Returns the options by ``dest``."""
     named = by_dest(opt)
     if isinstance(named.get("config"), str):
         for key, value in _config_values(named["config"]).items():
-            key = _yaml_key(key, named["config"])
+            if isinstance(key, str) and f"--{key}" not in _option_strings() and read_token(f"--{key}", (True,))[0]:
+                raise OptionError(f"-config {named['config']}: its key {_quoted(key)} is not an option's full name, "
+                                  f"which the parser would read as one: write it in full")
             if key in PATH_OPTIONS:
                 file_checks.check_path_type(f"-{key} (in -config {named['config']})", value)
             if key in PATH_OPTIONS or key == "transforms":
@@ -66,8 +53,7 @@ def check_opt(opt: dict) -> dict:
 
 
 def _config_values(path: str) -> dict:
-    """The top-level values of the YAML ``path`` a model's ``"config"`` loads (configargparse reads each key as
-    the option of that exact name); {} where it cannot be read (the parser then says why, to the operator)."""
+    """The top-level values of a model's ``"config"`` YAML; {} where it cannot be read (the parser says why)."""
     yaml_guard.check("-config", path)  # (a pathological file: one line)
     try:
         with open(path, encoding="utf-8") as f:
@@ -77,32 +63,10 @@ def _config_values(path: str) -> dict:
     return values if isinstance(values, dict) else {}
 
 
-def _yaml_key(key, path: str) -> str:
-    """The option a key of a ``"config"`` YAML sets: configargparse takes an option's name as it is and hands any
-    other key to the parser as ``--KEY=VALUE``, which reads an abbreviation (``stats_fil``) as the option. Such a
-    key is refused (``options.OptionError``), so that the checks read the files the YAML names."""
-    if not isinstance(key, str) or f"--{key}" in _option_strings():
-        return key
-    try:
-        found = read_token(f"--{key}")
-    except _Unreadable:
-        found = (True, None, None)
-    if found is not None and found[0] is not None:
-        raise OptionError(f"-config {path}: its key {_quoted(key)} is not an option's full name, which the parser "
-                          f"would read as one: write it in full")
-    return key
-
-
 def yaml_dest(key: str) -> str:
-    """The option a key of an OpenNMT-py ``-config`` YAML sets: its own name, or the option configargparse's
-    ``--KEY=VALUE`` reads as (an abbreviation: ``stats_fil``); the key itself where none."""
-    if f"--{key}" in _option_strings():
-        return _option_strings()[f"--{key}"]
-    try:
-        found = read_token(f"--{key}")
-    except _Unreadable:
-        return key
-    return found[0].dest if found is not None and found[0] is not None else key
+    """The option a key of an OpenNMT-py ``-config`` YAML sets (configargparse's ``--KEY=VALUE``), else the key."""
+    action = read_token(f"--{key}")[0]
+    return key if action is None else action.dest
 
 
 class _Unreadable(Exception):
@@ -124,41 +88,39 @@ def _parser():
     return parser
 
 
-def read_token(token: str):
-    """How OpenNMT-py's parser reads one command-line ``token``: ``(action, option string, explicit argument)``
-    for an option (``action`` None: one it does not know), None for a value; argparse's own reading (an exact
-    option string, ``OPTION=VALUE``, a unique abbreviation, ``-h`` followed by more letters). Raises
-    ``_Unreadable`` for an ambiguous abbreviation."""
-    found = _parser()._parse_optional(token)
+@functools.lru_cache(maxsize=1)
+def _option_strings() -> dict:
+    """``onmt_translate``'s option strings (``-stats_file``, ``--stats_file``, ...) -> the option's ``dest``."""
+    return {string: action.dest for string, action in _parser()._option_string_actions.items()}
+
+
+def read_token(token: str, ambiguous=(None, None, None)) -> tuple:
+    """How OpenNMT-py's parser reads ``token``: ``(action, option string, explicit argument)``, ``(None, None,
+    None)`` for a value or an option it does not know, ``ambiguous`` for an ambiguous abbreviation."""
+    try:
+        found = _parser()._parse_optional(token)
+    except _Unreadable:
+        return ambiguous
     if isinstance(found, list):  # (newer Pythons: every reading, each with its separator)
         if len(found) != 1:
-            raise _Unreadable(f"ambiguous option: {token}")
+            return ambiguous
         found = found[0]
     if found is None:
-        return None
-    if len(found) == 4:
-        found = (found[0], found[1], found[3])
-    return found
+        return None, None, None
+    return found if len(found) != 4 else (found[0], found[1], found[3])
 
 
 def read_key(key) -> tuple[str | None, str | None, str | None]:
-    """How OpenNMT-py's server reads a key of a model's ``"opt"``: stock's ``parse_opt`` writes it ``-KEY`` on a
-    command line, so ``"-stats_file"``, ``"stats_fil"`` and ``"stats_file=/a/file"`` all set ``stats_file``.
-    Returns ``(dest, option string, explicit argument)``: ``dest`` None for a key the parser does not read as an
-    option it knows (it refuses it), the explicit argument not None where the key holds a value of its own
-    (``OPTION=VALUE``, ``hX``). Raises ``options.OptionError`` for a key it cannot read (not a string, ambiguous)."""
+    """How the server reads a key of a model's ``"opt"`` (stock writes it ``-KEY``): ``(dest, option string,
+    explicit argument)``, ``dest`` None for no option it knows; ``OptionError`` for a key it cannot read."""
     if key == "models":
         return "models", "-model", None  # stock's own key: "-model" and the model's files
     if not isinstance(key, str) or not key:
         raise OptionError(f"{json.dumps(key)} is not an option's name")
-    try:
-        found = read_token(f"-{key}")
-    except _Unreadable:
-        raise OptionError(f"{_quoted(key)} could abbreviate several options' names: write one in full") from None
-    if found is None or found[0] is None:
-        return None, None, None
-    action, option_string, explicit = found
-    return action.dest, option_string, explicit
+    found = read_token(f"-{key}", ambiguous=None)
+    if found is None:
+        raise OptionError(f"{_quoted(key)} could abbreviate several options' names: write one in full")
+    return (None, None, None) if found[0] is None else (found[0].dest, found[1], found[2])
 
 
 def _quoted(key, most: int = 60) -> str:
@@ -167,13 +129,8 @@ def _quoted(key, most: int = 60) -> str:
 
 
 def by_dest(opt: dict) -> dict:
-    """``opt``'s values by the option each key sets, read as OpenNMT-py's parser reads it (``read_key``:
-    ``"-log_file"`` sets ``log_file``, ``"model"`` and ``"models"`` set ``models``), the last one winning as on a
-    command line; a key the parser does not know stays as it is (the parser refuses it). Refused in one line
-    (``options.OptionError``), so that no check can be skipped by spelling: a key that abbreviates an option's
-    name (``"stats_fil"``), that holds its value (``"stats_file=/a/file"``, ``"hX"``), that makes the parser exit
-    (``"h"``, ``"help"``, ``"save_config"``), and a value that the parser would read as an option
-    (``"verbose": "-stats_file=/a/file"``)."""
+    """``opt``'s values by the option each key sets (``read_key``), the last winning; an unknown key as it is.
+    Refused in one line: an abbreviation, a value in the key, an option that exits, a value read as an option."""
     named = {}
     for key, value in opt.items():
         dest, option_string, explicit = read_key(key)
@@ -193,45 +150,36 @@ def by_dest(opt: dict) -> dict:
     return named
 
 
-#: options whose parsing ends the process (stock's server never answered the request, or ended at start-up)
-EXITING = {"help": "print its help", "save_config": "write a config file"}
-
-
 def _check_value(key, value) -> None:
-    """A value stock's ``parse_opt`` writes as a token of its own (any but a boolean) must be read as a value:
-    ``"verbose": "-stats_file=/a/file"`` would set ``-stats_file``."""
+    """A value stock's ``parse_opt`` writes as a token of its own (any but a boolean) must be read as a value."""
     if isinstance(value, bool):
         return
     for token in ([str(v) for v in value] if key == "models" and isinstance(value, list) else [str(value)]):
-        try:
-            found = read_token(token)
-        except _Unreadable:
-            found = (None, token, None)
-        if found is not None and found[0] is not None:
-            raise OptionError(f"the value of {_quoted(key)} would be read as the option {found[1]}: a value may "
-                              f"not start with '-' followed by an option's name")
+        action, option_string, _ = read_token(token)
+        if action is not None:
+            raise OptionError(f"the value of {_quoted(key)} would be read as the option {option_string}: a value "
+                              f"may not start with '-' followed by an option's name")
 
 
 def client_problem(opt: dict) -> str | None:
-    """Why a client's ``"opt"`` (``/clone_model``) is refused, in one line, or None: each key must name, in full and
-    as OpenNMT-py's parser reads it (``read_key``), an option of ``CLIENT_OPTIONS``, a switch must be true or
-    false and any other value a word or a number that the parser reads as a value. Nothing of a file is said."""
-    allowed = CLIENT_OPTIONS
+    """Why a client's ``"opt"`` (``/clone_model``) is refused, in one line, or None: only ``CLIENT_OPTIONS``, each
+    in full, a switch true or false, any other value a word or a number. Nothing of a file is said."""
     for key, value in opt.items():
         try:
             dest, option_string, explicit = read_key(key)
         except OptionError as err:
             return str(err)
-        if key not in allowed or dest != key or explicit is not None:
+        if key not in CLIENT_OPTIONS or dest != key or explicit is not None:
             said = "" if dest is None or explicit is not None or option_string.lstrip("-") == key else \
                 f" (the parser reads it as {option_string})"
             return (f"{_quoted(key)}{said} is not an option a client may set: a client's \"opt\" sets only "
-                    f"{', '.join(allowed)}, each by its name")
+                    f"{', '.join(CLIENT_OPTIONS)}, each by its name")
         switch = _parser()._option_string_actions[option_string].nargs == 0
+        got = "a list" if value == [] else serving.kind(value)
         if switch and not isinstance(value, bool):
-            return f"\"{dest}\" is a switch: true or false (got {'a list' if value == [] else serving.kind(value)})"
+            return f"\"{dest}\" is a switch: true or false (got {got})"
         if not switch and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
-            return f"\"{dest}\" takes a word or a number (got {'a list' if value == [] else serving.kind(value)})"
+            return f"\"{dest}\" takes a word or a number (got {got})"
         try:
             _check_value(key, value)
         except OptionError as err:
@@ -239,16 +187,14 @@ def client_problem(opt: dict) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=1)
-def _option_strings() -> dict:
-    """``onmt_translate``'s option strings (``-stats_file``, ``--stats_file``, ...) -> the option's ``dest``, as
-    the server's parser registers them (ours included)."""
-    return {string: action.dest for string, action in _parser()._option_string_actions.items()}
+#: the files the server started last reads (``check_config``), against which each model's written files are checked
+#: again once OpenNMT-py has parsed its options (``check_written``)
+SERVER_READS: list = []
 
 
 def check_config(config_file: str) -> None:
-    """Everything ``config_file`` makes the server read and write (module docstring), before it reads any of it;
-    a refusal is an ``options.OptionError`` naming the model."""
+    """Everything ``config_file`` makes the server read and write, before it reads any of it; a refusal is an
+    ``OptionError`` naming the model."""
     try:
         with open(config_file, encoding="utf-8") as f:
             confs = json.load(f)
@@ -268,78 +214,6 @@ def check_config(config_file: str) -> None:
             raise OptionError(f"{name}: {err}") from None
         reads += [(name, what, path) for what, path in model_reads]
         writes += [(name, flag, path) for flag, path in model_writes]
-    _check_distinct(reads, writes)
-    SERVER_READS[:] = reads
-
-
-#: the files the server started last reads (``check_config``), against which each model's written files are checked
-#: again once OpenNMT-py has parsed its options (``check_written``)
-SERVER_READS: list = []
-
-
-def check_written(writes: list) -> None:
-    """``writes`` (``(flag, path)`` pairs: the files a model writes, as its parsed options name them, whatever
-    spelling or YAML named them) are none of the files the server reads (``SERVER_READS``), by identity."""
-    for flag, path in writes:
-        if path and isinstance(path, str):
-            serving.check_apart(flag, path, [(what if reader is None else f"{reader}'s {what}", read)
-                                             for reader, what, read in SERVER_READS])
-
-
-def _model_files(conf, models_root: str) -> tuple[list, list]:
-    """``(reads, writes)`` of one model entry: ``(what, path)`` and ``(flag, path)`` pairs; its own options'
-    types and its written files checked (``check_opt``, ``file_checks.check_appended``)."""
-    if not isinstance(conf, dict) or not isinstance(conf.get("opt"), dict):
-        raise OptionError('a model is an object whose "opt" is an object ({} for the defaults)')
-    if conf.get("models", conf.get("model")) is None:
-        raise OptionError('"model" (or "models") is missing: name its checkpoint')
-    opt, root = check_opt(conf["opt"]), conf.get("model_root", models_root)
-    check_opt({"models": conf.get("models", conf.get("model"))})
-    if not isinstance(root, str):
-        raise OptionError(f'"model_root" must be a directory name (a string), got {root!r}')
-    models = conf.get("models", conf.get("model"))
-    reads = [("-model file", os.path.join(root, m)) for m in ([models] if isinstance(models, str) else models)]
-    reads += [(f"tokenizer's {what}", os.path.join(root, path)) for what, path in _tokenizer_files(conf)]
-    if opt.get("config"):
-        reads.append(("-config file", opt["config"]))
-    reads += [(f"-{name} file", opt[name]) for name in run_files.READ
-              if name not in ("config", "src", "tgt") and isinstance(opt.get(name), str) and opt[name]]
-    writes = []
-    for name in APPENDED:
-        if opt.get(name):
-            path = os.path.join(root, opt[name])
-            file_checks.check_appended(f"-{name}", path)
-            writes.append((f"-{name}", path))
-    if opt.get("dump_beam"):
-        file_checks.check_writable("-dump_beam", opt["dump_beam"])
-        writes.append(("-dump_beam", opt["dump_beam"]))
-    return reads, writes
-
-
-def _tokenizer_files(conf: dict) -> list[tuple[str, str]]:
-    """The files of a model's ``"tokenizer"`` block (relative to the model's root, as OpenNMT-py reads them):
-    a SentencePiece ``"model"``, pyonmttok's ``*path`` parameters; one block for both sides or one per side."""
-    block = conf.get("tokenizer")
-    if not isinstance(block, dict):
-        return []
-    sides = [("src", block["src"]), ("tgt", block["tgt"])] if "src" in block and "tgt" in block else [("", block)]
-    found = []
-    for side, tokenizer in sides:
-        if not isinstance(tokenizer, dict):
-            continue
-        label = f"{side} " if side else ""
-        if tokenizer.get("type") == "sentencepiece" and isinstance(tokenizer.get("model"), str):
-            found.append((f"{label}SentencePiece model", tokenizer["model"]))
-        params = tokenizer.get("params")
-        if tokenizer.get("type") == "pyonmttok" and isinstance(params, dict):
-            found += [(f"{label}{key}", value) for key, value in params.items()
-                      if key.endswith("path") and isinstance(value, str)]
-    return found
-
-
-def _check_distinct(reads: list, writes: list) -> None:
-    """No written file is one some model reads, nor a written file of another kind (``reads``: ``(model, what,
-    path)``, model None for the server's own; ``writes``: ``(model, flag, path)``)."""
     for i, (model, flag, path) in enumerate(writes):
         def whose(owner, what):
             return what if owner is None else f"the {what}" if owner == model else f"{owner}'s {what}"
@@ -348,3 +222,58 @@ def _check_distinct(reads: list, writes: list) -> None:
                             reads=[(whose(reader, what), read) for reader, what, read in reads],
                             writes=[(other_flag if owner == model else whose(owner, other_flag), other)
                                     for owner, other_flag, other in writes[:i] if other_flag != flag])
+    SERVER_READS[:] = reads
+
+
+def check_written(writes: list) -> None:
+    """``writes`` (``(flag, path)``: a model's written files, as its parsed options name them) are none of the
+    files the server reads (``SERVER_READS``), by identity."""
+    for flag, path in writes:
+        if path and isinstance(path, str):
+            serving.check_apart(flag, path, [(what if reader is None else f"{reader}'s {what}", read)
+                                             for reader, what, read in SERVER_READS])
+
+
+def _model_files(conf, models_root: str) -> tuple[list, list]:
+    """``(reads, writes)`` of one model entry, ``(what, path)`` and ``(flag, path)``; its options checked."""
+    if not isinstance(conf, dict) or not isinstance(conf.get("opt"), dict):
+        raise OptionError('a model is an object whose "opt" is an object ({} for the defaults)')
+    models = conf.get("models", conf.get("model"))
+    if models is None:
+        raise OptionError('"model" (or "models") is missing: name its checkpoint')
+    opt, root = check_opt(conf["opt"]), conf.get("model_root", models_root)
+    check_opt({"models": models})
+    if not isinstance(root, str):
+        raise OptionError(f'"model_root" must be a directory name (a string), got {root!r}')
+    reads = [("-model file", os.path.join(root, m)) for m in ([models] if isinstance(models, str) else models)]
+    reads += [(f"tokenizer's {what}", os.path.join(root, path)) for what, path in _tokenizer_files(conf)]
+    if opt.get("config"):
+        reads.append(("-config file", opt["config"]))
+    reads += [(f"-{name} file", opt[name]) for name in run_files.READ
+              if name not in ("config", "src", "tgt") and isinstance(opt.get(name), str) and opt[name]]
+    writes = [(f"-{name}", os.path.join(root, opt[name])) for name in APPENDED if opt.get(name)]
+    for flag, path in writes:
+        file_checks.check_appended(flag, path)
+    if opt.get("dump_beam"):
+        file_checks.check_writable("-dump_beam", opt["dump_beam"])
+        writes.append(("-dump_beam", opt["dump_beam"]))
+    return reads, writes
+
+
+def _tokenizer_files(conf: dict) -> list[tuple[str, str]]:
+    """The files of a model's ``"tokenizer"`` block (one for both sides or one per side), relative to its root."""
+    block = conf.get("tokenizer")
+    if not isinstance(block, dict):
+        return []
+    sides = [("src ", block["src"]), ("tgt ", block["tgt"])] if "src" in block and "tgt" in block else [("", block)]
+    found = []
+    for label, tokenizer in sides:
+        if not isinstance(tokenizer, dict):
+            continue
+        if tokenizer.get("type") == "sentencepiece" and isinstance(tokenizer.get("model"), str):
+            found.append((f"{label}SentencePiece model", tokenizer["model"]))
+        params = tokenizer.get("params")
+        if tokenizer.get("type") == "pyonmttok" and isinstance(params, dict):
+            found += [(f"{label}{key}", value) for key, value in params.items()
+                      if key.endswith("path") and isinstance(value, str)]
+    return found

@@ -11,6 +11,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "onmt_optimal"
 LAB = PACKAGE.parent / "onmt_optimal_lab"
 #: what the package may hold: the search, the adapters, the servers and the tools, not what measures them
 MAX_PACKAGE_LINES = 15_500
+#: the servers' modules: the serving layer both servers share, and each toolkit's server over it
+SERVER_MODULES = ("serving.py", "opennmt/server.py", "opennmt/server_files.py", "eole/server.py")
+#: what they may hold together (why each check is made lives in docs/serving.md, not in their docstrings)
+MAX_SERVER_LINES = 1_270
 
 
 def module_name(path: Path) -> str:
@@ -123,3 +127,9 @@ def test_the_package_stays_small():
     """The lines a maintainer porting to a toolkit's next release reads (the lab apart)."""
     lines = sum(len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py"))
     assert lines <= MAX_PACKAGE_LINES, f"the package has {lines} lines"
+
+
+def test_the_servers_stay_small():
+    """The lines a maintainer reads to port a server: the serving layer and both toolkits' servers."""
+    lines = {name: len((PACKAGE / name).read_text().splitlines()) for name in SERVER_MODULES}
+    assert sum(lines.values()) <= MAX_SERVER_LINES, f"the servers' modules have {sum(lines.values())} lines: {lines}"

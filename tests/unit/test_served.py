@@ -33,7 +33,7 @@ def test_a_request_keeps_the_clients_id_or_gets_a_fresh_one():
 def test_a_requests_records_are_appended_in_input_order_under_its_id(tmp_path):
     path = tmp_path / "stats.jsonl"
     path.write_text('{"earlier": true}\n')
-    log = served.StatsLog(str(path), model=7)
+    log = served.StatsLog(served.StatsFile.open(str(path)), model=7)
     log.append({("text", 1): record(5), ("text", 0): record(4)}, request="r1")
     request = served.Request("r2")
     token = served.CURRENT.set(request)
@@ -53,9 +53,11 @@ def test_concurrent_appends_never_interleave(tmp_path):
     path = tmp_path / "stats.jsonl"
     block = 20
 
-    def writer(n):
+    def writer(n):  # each writer a handle of its own, as two processes sharing the file would have
+        handle = served.StatsFile.open(str(path))
         for i in range(25):
-            served.append(str(path), "".join(json.dumps({"writer": n, "i": i, "j": j}) + "\n" for j in range(block)))
+            handle.append("".join(json.dumps({"writer": n, "i": i, "j": j}) + "\n" for j in range(block)))
+        handle.close()
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
     for t in threads:
@@ -73,7 +75,9 @@ def test_concurrent_appends_never_interleave(tmp_path):
 def test_a_record_cut_short_by_a_killed_writer_is_left_and_the_next_starts_a_line(tmp_path):
     path = tmp_path / "stats.jsonl"
     path.write_text('{"whole": 1}\n{"cut sh')
-    served.append(str(path), '{"next": 2}\n')
+    handle = served.StatsFile.open(str(path))
+    handle.append('{"next": 2}\n')
+    handle.close()
     assert path.read_text() == '{"whole": 1}\n{"cut sh\n{"next": 2}\n'
 
 
@@ -83,15 +87,17 @@ def test_a_write_that_fails_midway_leaves_the_file_as_it_was(tmp_path):
     path = tmp_path / "stats.jsonl"
     path.write_text('{"earlier": 1}\n')
     before = path.read_bytes()
+    handle = served.StatsFile.open(str(path))
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + 10, hard))
     try:
         with pytest.raises(atomic.OutputError) as failed:
-            served.append(str(path), '{"this request": "' + "x" * 100 + '"}\n')
+            handle.append('{"this request": "' + "x" * 100 + '"}\n')
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, previous)
+        handle.close()
     assert path.read_bytes() == before
     assert str(failed.value).startswith(f"-stats_file {path}: cannot append to it (")
     assert "earlier records were kept" in str(failed.value)
@@ -135,7 +141,7 @@ def test_a_file_swapped_in_after_start_up_is_not_followed(tmp_path, swap):
     path, victim = tmp_path / "stats.jsonl", tmp_path / "victim.txt"
     path.write_text('{"earlier": 1}\n')
     victim.write_text("a user's file\n")
-    log = served.StatsLog(str(path), 7, served.StatsFile.open(str(path)))
+    log = served.StatsLog(served.StatsFile.open(str(path)), 7)
     os.rename(path, tmp_path / "moved.jsonl")
     if swap == "symlink":
         path.symlink_to(victim)

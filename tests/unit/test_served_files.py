@@ -53,13 +53,6 @@ def test_a_regular_file_or_a_new_one_is_taken_untouched(tmp_path):
     assert existing.read_text() == '{"line": 1}\n' and sorted(os.listdir(tmp_path)) == ["stats.jsonl"]
 
 
-def test_a_fifo_put_in_place_after_start_up_fails_the_request_at_once(tmp_path):
-    path = tmp_path / "stats.jsonl"
-    os.mkfifo(path)  # no reader: opening it to write would wait for one
-    with pytest.raises(atomic.OutputError, match="cannot append to it"):
-        served.append(str(path), '{"line": 1}\n')
-
-
 def test_a_directory_that_takes_no_new_file_is_refused_before_the_run(tmp_path):
     with pytest.raises(options.OptionError, match="takes no new file|is not writable"):
         file_checks.check_writable("-stats_file", "/sys/onmt-optimal-stats.jsonl")
