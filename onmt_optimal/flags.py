@@ -81,15 +81,15 @@ def check_search(flags: Flags, toolkit: str = OPENNMT, max_length: int | None = 
     """Raise ``OptionError`` (one line, the options spelled as ``toolkit``'s user writes them) for a value of the
     search's options ``toolkit`` cannot take or a combination the search cannot honour, in this order: the
     ``stopping`` rule (one of the toolkit's, or a list of distinct ones where it takes a list, with
-    ``shrinking`` alone: it runs a beam of its own); the values the registered scoring rules check
-    (``scoring.option_checks``: the length reward, a finite float32-safe number that ``max_length`` bounds) and
-    the length ratio (``search.limits``); the toolkit's own numbers of the score
-    (``own_numbers``: its complaints, or None); a switch that is not True or False; the ``bound``; then the
-    combinations, each declared by the registered scoring rule the options select (``search.scoring``): a score
-    that replaces the toolkit's length normalization where it must be off (``length_penalty``, a command line's:
-    ``none``); a rule without an option it ``needs`` (BP-norm without a ratio), or with another rule (BP-norm
-    with a reward); ``bound predicted`` on a score that is not normalized (``normalized``, described as
-    ``normalized_as``), or without a ratio. A value of the wrong kind raises ``OptionTypeError``."""
+    ``shrinking`` alone: it runs a beam of its own); the rules' numbers (``scoring.option_checks``: the reward)
+    and the length ratio (finite float32-safe numbers, ``search.limits``; ``max_length`` bounds the reward); the
+    toolkit's own numbers of the score (``own_numbers``: its complaints, or None); a switch that is not True or
+    False; the ``bound``; then the combinations, each declared by the registered scoring rule the options select
+    (``search.scoring``): a score that replaces the toolkit's length normalization where it must be off
+    (``length_penalty``, a command line's: ``none``); a rule without an option it ``needs`` (BP-norm without a
+    ratio), or with another rule (BP-norm with a reward); ``bound predicted`` on a score that is not normalized
+    (``normalized``, described as ``normalized_as``), or without a ratio. A value of the wrong kind raises
+    ``OptionTypeError``."""
     def s(name, value=None):
         return spell(toolkit, name, value)
 
@@ -106,9 +106,8 @@ def check_search(flags: Flags, toolkit: str = OPENNMT, max_length: int | None = 
     if "shrinking" in names and len(names) > 1:
         raise OptionError(f"{s('stopping', 'shrinking')} runs a beam of its own: it cannot share a decode with "
                           f"other rules")
-    for check in scoring.option_checks():
-        value = getattr(flags, check.option)
-        _raise(check.problem(s(check.option), value, max_length), value, check.kinds)
+    for option, check in scoring.option_checks():  # the numbers the registered scoring rules read
+        _raise(check(s(option), getattr(flags, option), max_length), getattr(flags, option), (int, float))
     _raise(limits.ratio_error(s("length_ratio"), flags.length_ratio), flags.length_ratio, (int, float))
     for problem in own_numbers:
         _raise(problem)

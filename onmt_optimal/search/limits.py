@@ -63,10 +63,8 @@ def largest_reward(T: int) -> float:
 
 
 def reward_error(name: str, reward, T: int | None, per: str | None = None) -> str | None:
-    """A length reward: a finite number >= 0 with ``reward * T <= FLOAT32_MAX / 4``. ``per``: the name of the
-    length each request gives (vLLM's ``max_tokens``) where ``T`` is not known yet (a server's default): the
-    reward is then checked at ``T = 1``, the least any request can give, so that a value too large for every
-    request is refused."""
+    """A length reward: a finite number >= 0 with ``reward * T <= FLOAT32_MAX / 4``; with ``per`` (the length
+    each request gives, e.g. ``max_tokens``, where ``T`` is not known yet), with ``T = 1``, the least it gives."""
     if not _finite(reward) or reward < 0:
         return f"{name} must be a finite number >= 0 (got {_shown(reward)})"
     if T is not None and reward > largest_reward(T):

@@ -60,14 +60,11 @@ class Decoder:
 
     def rule(self, ratio: float | None, alpha: float = 1.0) -> Rule:
         """Its rule (scoring, stopping) at length ratio ``ratio``, evaluated on a shared beam (``own=False``:
-        its score is computed from the items' log-probabilities, not read from the beam's own ranking). A score
-        of ``SCORING_RULES`` is asked for by the options of its ``setting`` (reward, ratio), as a user's options
-        ask for it (``rules``: a reward that is not positive leaves the log-probability); the others are
-        OpenNMT-py's own (``StockScore``)."""
+        its score is computed from the items' log-probabilities, not read from the beam's own ranking); a
+        registered rule's score is asked for by the options of its ``setting``, as a user's options ask for it."""
         if self.score not in SCORES:
             raise ValueError(f"unknown score {self.score!r}; known: {', '.join(SCORES)}")
-        registered = SCORING_RULES.get(self.score)
-        values = registered.setting(self.reward, ratio) if registered is not None else {}
+        values = SCORING_RULES[self.score].setting(self.reward, ratio) if self.score in SCORING_RULES else {}
         penalty = self.score if self.score in ("avg", "wu") else "none"
         return rules(self.stopping, lambda: StockScore(penalty, alpha, own=False), **values)[0]
 

@@ -38,10 +38,9 @@ The registry (``SCORING_RULES``, in the manner of sacrebleu's metrics): the rule
 of the toolkit's own score, by name, in order of precedence. Each declares the options it reads (``options``,
 ``option_table``'s names, the one that selects it first: its ``switch``), when they select it (``selected``), what
 else it needs (``needs``: an option and why), whether it is ``normalized`` (``-bound predicted`` applies) and how
-it is made from the options' values (``from_options``), the checks of its options' values (``checks``:
-``OptionCheck``s) and the values that ask for it in a sweep's setting (``setting``); ``register`` adds one.
-``select``, ``option_checks`` and ``build`` are the only readers: validation (``flags.check_search``, a server's
-defaults) and construction (``registry.rules``) go through them, for every registered rule alike.
+it is made from the options' values (``from_options``), how it checks a number it reads (``checks``) and the
+options of a sweep's setting that ask for it (``setting``); ``register`` adds one. ``select``, ``option_checks``
+and ``build`` are the only readers: validation (``flags.check_search``) and construction (``registry.rules``).
 """
 from __future__ import annotations
 
@@ -111,19 +110,6 @@ def wide(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
-@dataclass(frozen=True)
-class OptionCheck:
-    """The check of one option's value that a rule declares (``ScoringRule.checks``): the kinds of value it takes
-    (``kinds``: another kind is an ``OptionTypeError``) and ``problem(name, value, T, per=None)``, one line or
-    None (``search.limits``' functions): ``name`` is the option as its user spells it, ``T`` the largest output
-    length (None: not known), ``per`` the name of the length each request gives where ``T`` is not known yet
-    (a server's default: the value must suit some request)."""
-
-    option: str
-    kinds: tuple[type, ...]
-    problem: Callable[..., str | None]
-
-
 class ScoringRule:
     """Base class: a rule is a pair (final score, upper bound on the final score of any continuation)."""
 
@@ -151,8 +137,10 @@ class ScoringRule:
     needs: tuple[tuple[str, str], ...] = ()
     #: whether the score is normalized by the length (a ``predicted`` bound applies to it)
     normalized = False
-    #: the checks of the values of options it reads, run whether or not it is selected (``option_checks``)
-    checks: tuple[OptionCheck, ...] = ()
+    #: (option, check) of each number it reads, selected or not: ``limits``' ``check(name, value, T, per=None)``
+    checks: tuple[tuple[str, Callable[..., str | None]], ...] = ()
+    #: ``setting(reward, ratio)``: the options of a sweep's setting that ask for it (``from_options``' inverse)
+    setting: Callable[[float | None, float | None], dict]
 
     @classmethod
     def switch(cls) -> str:
@@ -167,13 +155,6 @@ class ScoringRule:
     @classmethod
     def from_options(cls, values: Mapping) -> "ScoringRule":
         """The rule the (validated) option ``values`` make."""
-        raise NotImplementedError
-
-    @classmethod
-    def setting(cls, reward: float | None, ratio: float | None) -> dict:
-        """The option values (by name) that ask for this rule in a sweep's setting: reward ``reward`` (None: the
-        setting has none) at length ratio ``ratio``, each where the rule reads it (``from_options``' inverse: a
-        decoder of the paper's comparison, ``registry.Decoder``, and the settings the sweeps write)."""
         raise NotImplementedError
 
 
@@ -267,10 +248,6 @@ class StockScore(_Targeted):
         return self._table
 
 
-#: a length reward's value (``search.limits.reward_error``), declared by both rules that read one
-_REWARD_CHECK = OptionCheck("length_reward", (int, float), limits.reward_error)
-
-
 class BoundedWordReward(_Targeted):
     """Section 4's bounded length reward: ``score~(y) = log p(y|x) + r * min(l, |y|)`` with ``l = ratio * |x|``.
 
@@ -282,7 +259,8 @@ class BoundedWordReward(_Targeted):
 
     name = "bounded_reward"
     options = ("length_reward", "length_ratio")
-    checks = (_REWARD_CHECK,)
+    checks = (("length_reward", limits.reward_error),)
+    setting = staticmethod(lambda reward, ratio: {"length_reward": reward, "length_ratio": ratio})
 
     @classmethod
     def selected(cls, values):
@@ -291,10 +269,6 @@ class BoundedWordReward(_Targeted):
     @classmethod
     def from_options(cls, values):
         return cls(values["length_reward"], values["length_ratio"])
-
-    @classmethod
-    def setting(cls, reward, ratio):
-        return {"length_reward": reward, "length_ratio": ratio}
 
     def __init__(self, reward: float, ratio: float):
         if reward < 0:
@@ -336,7 +310,8 @@ class WordReward(ScoringRule):
 
     name = "word_reward"
     options = ("length_reward",)
-    checks = (_REWARD_CHECK,)
+    checks = (("length_reward", limits.reward_error),)
+    setting = staticmethod(lambda reward, ratio: {"length_reward": reward})
 
     @classmethod
     def selected(cls, values):
@@ -345,10 +320,6 @@ class WordReward(ScoringRule):
     @classmethod
     def from_options(cls, values):
         return cls(values["length_reward"])
-
-    @classmethod
-    def setting(cls, reward, ratio):
-        return {"length_reward": reward}
 
     def __init__(self, reward: float):
         if reward < 0:
@@ -382,6 +353,7 @@ class BPNorm(_Targeted):
     options = ("bp_norm", "length_ratio", "bound")
     needs = (("length_ratio", "(> 0): its brevity penalty aims at l = RHO * |x|"),)
     normalized = True
+    setting = staticmethod(lambda reward, ratio: {"bp_norm": True, "length_ratio": ratio})
 
     @classmethod
     def selected(cls, values):
@@ -390,10 +362,6 @@ class BPNorm(_Targeted):
     @classmethod
     def from_options(cls, values):
         return cls(values.get("length_ratio"), values.get("bound", "exact"))
-
-    @classmethod
-    def setting(cls, reward, ratio):
-        return {cls.switch(): True, "length_ratio": ratio}
 
     def __init__(self, ratio: float, bound: str = "exact"):
         if ratio is None or ratio <= 0:
@@ -457,14 +425,9 @@ def option_names() -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for rule in SCORING_RULES.values() for name in rule.options))
 
 
-def option_checks() -> tuple[OptionCheck, ...]:
-    """The checks the registered rules declare, each option's once (the first rule's, in order of precedence):
-    validation (``flags.check_search``) and a server's defaults run them all, whichever rule is selected."""
-    found: dict[str, OptionCheck] = {}
-    for rule in SCORING_RULES.values():
-        for check in rule.checks:
-            found.setdefault(check.option, check)
-    return tuple(found.values())
+def option_checks() -> tuple[tuple[str, Callable[..., str | None]], ...]:
+    """Every (option, check) a registered rule declares, once: ``flags.check_search`` and vLLM's server run them."""
+    return tuple(dict.fromkeys(check for rule in SCORING_RULES.values() for check in rule.checks))
 
 
 def build(values: Mapping, own_score: Callable[[], ScoringRule]) -> ScoringRule:

@@ -115,8 +115,8 @@ def defaults(text: str | None) -> dict:
         checked = options.flags(**values)
     except (TypeError, ValueError) as bad:
         raise Refused(f"{DEFAULTS}: {bad}") from None
-    for check in option_checks():
-        problem = check.problem(spell(VLLM, check.option), getattr(checked, check.option), None, per="max_tokens")
+    for option, check in option_checks():
+        problem = check(spell(VLLM, option), getattr(checked, option), None, per="max_tokens")
         if problem is not None:
             raise Refused(f"{DEFAULTS}: {problem}")
     return values

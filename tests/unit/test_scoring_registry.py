@@ -14,7 +14,7 @@ from onmt_optimal.errors import OptionError, OptionTypeError
 from onmt_optimal.flags import Flags, check_search, score_switches
 from onmt_optimal.option_table import BY_NAME, OPENNMT, VLLM
 from onmt_optimal.search import limits, registry, scoring
-from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, OptionCheck, ScoringRule, WordReward
+from onmt_optimal.search.scoring import BoundedWordReward, BPNorm, ScoringRule, WordReward
 
 PACKAGE = Path(__file__).resolve().parents[2] / "onmt_optimal"
 
@@ -85,9 +85,9 @@ def test_registering_in_a_test_leaves_the_registry_as_it_was():
 
 
 def test_the_reward_rules_declare_its_check():
-    (check,) = scoring.option_checks()  # declared by two rules, run once
-    assert check.option == "length_reward" and check.problem is limits.reward_error
-    assert all(check in rule.checks for rule in (BoundedWordReward, WordReward)) and not BPNorm.checks
+    assert scoring.option_checks() == (("length_reward", limits.reward_error),)  # declared by two rules, run once
+    assert all(rule.checks == scoring.option_checks() for rule in (BoundedWordReward, WordReward))
+    assert not BPNorm.checks
 
 
 @pytest.mark.parametrize("toolkit, value, error, line", [
@@ -114,8 +114,8 @@ class _Checked(_Toy):
     """A toy rule that declares a check of an option of the table (``length_ratio``): refuses 7."""
 
     name = "checked"
-    checks = (OptionCheck("length_ratio", (int, float),
-                          lambda name, value, T, per=None: f"{name} 7 is refused by the toy" if value == 7 else None),)
+    checks = (("length_ratio", lambda name, value, T, per=None: f"{name} 7 is refused by the toy" if value == 7
+               else None),)
 
 
 def test_a_registered_rules_check_runs_without_another_module_knowing_it(monkeypatch):

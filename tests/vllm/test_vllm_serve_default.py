@@ -16,7 +16,7 @@ import pytest
 
 from helpers import vllm_server
 from onmt_optimal.search import scoring
-from onmt_optimal.search.scoring import OptionCheck, ScoringRule
+from onmt_optimal.search.scoring import ScoringRule
 from onmt_optimal.vllm import serve
 
 
@@ -44,7 +44,7 @@ class _Strict(ScoringRule):
 
     name = "strict"
     options = ("strict",)
-    checks = (OptionCheck("length_ratio", (int, float), lambda name, value, T, per=None: (
+    checks = (("length_ratio", lambda name, value, T, per=None: (
         f"{name} {value:g} is too long at any {per}" if per is not None and value is not None and value > 2
         else None)),)
 
