@@ -187,11 +187,6 @@ def open_stats(path: str) -> StatsFile:
     return OPENED[path]
 
 
-def stats_log(path: str, model) -> StatsLog:
-    """A served model's ``StatsLog``, appending through the handle ``open_stats`` opened."""
-    return StatsLog(open_stats(path), model)
-
-
 #: one lock per file (a ``StatsFile``'s key), for the threads of this process
 _LOCKS: dict = {}
 _LOCKS_GUARD = threading.Lock()
@@ -216,11 +211,6 @@ def quiesce(timeout: float = 10.0) -> None:
 
 def _reason(err: OSError) -> str:
     return err.strerror or type(err).__name__
-
-
-def check(flag: str, path: str) -> None:
-    """``path`` takes appended records (``file_checks.check_appended``), else one line at start-up."""
-    file_checks.check_appended(flag, path)
 
 
 def check_apart(flag: str, path: str, reads=(), writes=(), prefix: str = "") -> None:

@@ -99,7 +99,7 @@ def _check_stats_file(config, model_id=None) -> None:
     if not stat.S_ISREG(mode):
         kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a regular file"
         raise OptionError(f"-stats_file {path} is {kind}: the server appends records to a regular file; name one")
-    serving.check("-stats_file", path)
+    file_checks.check_appended("-stats_file", path)
     files.check_served(*options.read_parsed(config), _server_config[0])  # (read anew: stats_file is absolute now)
     for site_id, directory, reads, writes in _SITE:  # every model of the server's YAML
         member = files._in_model(path, directory) if directory is not None else None
@@ -172,12 +172,12 @@ def unknown_model():
 
 
 def _load(load, self):
-    """``Model.load`` whose predictor appends each request's records to ``stats_file`` (``serving.stats_log``)."""
+    """``Model.load`` whose predictor appends each request's records to ``stats_file`` (``serving.StatsLog``)."""
     load(self)
     predictor = getattr(self.engine, "predictor", None)
     search = getattr(predictor, "search", None)
     if search is not None and not search.stock and search.stats_file:
-        predictor.stats_log = serving.stats_log(search.stats_file, self.model_id)
+        predictor.stats_log = serving.StatsLog(serving.open_stats(search.stats_file), self.model_id)
 
 
 def _per_request(infer_async):

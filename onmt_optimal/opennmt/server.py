@@ -126,7 +126,7 @@ def _parse(parse_opt, self, opt):
     check_written([*written.items(), ("-dump_beam", getattr(parsed, "dump_beam", None))])
     if "-stats_file" in written:
         parsed.stats_file = written["-stats_file"]
-        serving.check("-stats_file", parsed.stats_file)
+        file_checks.check_appended("-stats_file", parsed.stats_file)
         file_checks.check_distinct(reads=[("-model", m) for m in parsed.models], writes=list(written.items()))
         serving.open_stats(parsed.stats_file)
     return parsed
@@ -160,7 +160,7 @@ def _load(load, self, *args, **kwargs):
     translator = self.translator
     search = getattr(translator, "search", None)
     if search is not None and search.stats_file:
-        translator.stats_log = serving.stats_log(search.stats_file, self.model_id)
+        translator.stats_log = serving.StatsLog(serving.open_stats(search.stats_file), self.model_id)
     if search is not None and not search.stock:
         translate = translator._translate
 

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from onmt_optimal import atomic
+from onmt_optimal import atomic, file_checks
 from onmt_optimal import serving as served
 from onmt_optimal.options import OptionError
 from onmt_optimal.search.record import Record
@@ -105,16 +105,16 @@ def test_a_write_that_fails_midway_leaves_the_file_as_it_was(tmp_path):
 
 def test_an_unappendable_stats_file_is_refused(tmp_path):
     with pytest.raises(OptionError, match="is a directory"):
-        served.check("-stats_file", str(tmp_path))
+        file_checks.check_appended("-stats_file", str(tmp_path))
     with pytest.raises(OptionError, match="does not exist"):
-        served.check("-stats_file", str(tmp_path / "missing" / "stats.jsonl"))
+        file_checks.check_appended("-stats_file", str(tmp_path / "missing" / "stats.jsonl"))
     if os.geteuid() != 0:  # root writes anywhere
         locked = tmp_path / "locked.jsonl"
         locked.write_text("")
         locked.chmod(0o444)
         with pytest.raises(OptionError, match="is not writable"):
-            served.check("-stats_file", str(locked))
-    served.check("-stats_file", str(tmp_path / "new.jsonl"))  # a new file in a writable directory
+            file_checks.check_appended("-stats_file", str(locked))
+    file_checks.check_appended("-stats_file", str(tmp_path / "new.jsonl"))  # a new file in a writable directory
 
 
 # ------------------------------------------------------------------ a server's statistics file, opened once
