@@ -29,7 +29,8 @@ from onmt_optimal.adapter.translator import RecordKeeping
 from onmt_optimal.adapter import empty_lines
 from onmt_optimal.opennmt.beam_search import CertifiedBeamSearch
 from onmt_optimal.opennmt.output import RunOutput
-from onmt_optimal.options import Options, read_parsed
+from onmt_optimal.opennmt.options import read_parsed
+from onmt_optimal.options import Options
 from onmt_optimal.progress import count_lines, sentence_bar
 from onmt_optimal.adapter.needed_rows import NeededRows, rows_of
 from onmt_optimal.search.record import with_rows_skipped
@@ -54,7 +55,7 @@ class CertifiedTranslator(RecordKeeping, Translator):
     @classmethod
     def from_opt(cls, model, vocabs, opt, model_opt, global_scorer=None, **kwargs):
         """Stock's ``from_opt`` (which calls the class with a fixed list of arguments), then the search ``opt``
-        (validated with the command line) selects, its options read once here (``options.read_parsed``)."""
+        (validated with the command line) selects, its options read once here (``opennmt.options.read_parsed``)."""
         translator = super().from_opt(model, vocabs, opt, model_opt, global_scorer=global_scorer, **kwargs)
         translator._own, translator._flags = read_parsed(opt)
         translator.search = Options.from_records(translator._own, translator._flags, translator.global_scorer)
