@@ -77,13 +77,6 @@ class Settings:
         return cls(**{f.name: getattr(opt, f.name, f.default) for f in fields(cls)})
 
 
-def read_parsed(opt, toolkit: str = OPENNMT) -> tuple[Settings, Flags]:
-    """A toolkit's parsed options ``opt`` as the records a decode needs (``Options``): the options both toolkits
-    have (``Settings``) and ours (``Flags``, at ``toolkit``'s defaults where ``opt`` lacks one). Each toolkit's
-    checks take its own record (``opennmt.options.read_parsed``, ``eole.options.read_parsed``)."""
-    return Settings.read(opt), Flags.read(opt, toolkit)
-
-
 @dataclass(frozen=True)
 class Options:
     """What a decode runs, made once from validated options by the toolkit's adapter (``from_opt`` for
@@ -130,11 +123,12 @@ class Options:
         """The search OpenNMT-py's parsed options select (validated already, with the command line:
         ``opennmt.options.validate``); ``-n_best`` beyond what the beam can complete is warned about on stderr,
         once."""
-        return cls.from_records(*read_parsed(opt, toolkit), global_scorer, prog)
+        return cls.from_records(Settings.read(opt), Flags.read(opt, toolkit), global_scorer, prog)
 
     @classmethod
     def from_records(cls, own: Settings, flags: Flags, global_scorer, prog: str = "onmt_translate") -> "Options":
-        """``from_opt`` on the records of the parsed options (``read_parsed``), read once by the caller."""
+        """``from_opt`` on the records of the parsed options (a toolkit's ``read_parsed``), read once by the
+        caller."""
         if not flags.active:
             return cls()
         warning = n_best_warning(own, flags)
@@ -268,6 +262,18 @@ def check_run(own: Settings, flags: Flags, reads=None, writes=None) -> None:
     file_checks.check_distinct(own_reads if reads is None else reads, own_writes if writes is None else writes)
     if flags.active:
         _check_aligned(own)
+
+
+def check_sampling(flags: Flags, toolkit: str, sampling: bool, spelled: str) -> None:
+    """Random sampling (``sampling``: asked for by ``toolkit``'s options ``spelled``, e.g. ``-top_k/-top_p``)
+    takes none of beam search's options, and -stats_file, which records beam search's decodes, would stay empty."""
+    if not sampling:
+        return
+    if flags.stopping != "default" or flags.scores:
+        raise OptionError(f"{beam_search_options(toolkit)} apply to beam search, not to random sampling ({spelled})")
+    if flags.stats_file:
+        raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
+                          f"({spelled}): it would stay empty")
 
 
 def beam_search_options(toolkit: str = OPENNMT, sep: str = "/") -> str:

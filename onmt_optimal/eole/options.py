@@ -85,8 +85,8 @@ def validate(own: Settings, flags: Flags, run: bool = True) -> None:
     what ``eole predict``'s run cannot do with its files (``options.check_run``; eole's server, whose config names
     no input, leaves it out); -dump_beam and the search's values (``options.check_decoding``); our sizes
     (``options.check_our_sizes``); -stopping optimal with a coverage penalty (``options.check_stopping``); eole's
-    -world_size and -ratio (``_check_own_rules``); sampling; self-speculative decoding. ``own``, ``flags``: the
-    config's records (``read_parsed``)."""
+    -world_size and -ratio (``_check_own_rules``); sampling (``options.check_sampling``); self-speculative
+    decoding. ``own``, ``flags``: the config's records (``read_parsed``)."""
     shared.validate_sizes(own, max_length_zero=not flags.active)
     _check_model_paths(own)
     if run:
@@ -96,13 +96,7 @@ def validate(own: Settings, flags: Flags, run: bool = True) -> None:
         shared.check_our_sizes(own)
     shared.check_stopping(own, flags)
     _check_own_rules(own, flags)
-    sampling = own.top_k != 0 or own.top_p != 0
-    if sampling and (flags.stopping != "default" or flags.scores):
-        raise OptionError(f"{shared.beam_search_options(EOLE)} apply to beam search, not to random sampling "
-                          "(-top_k/-top_p)")
-    if sampling and flags.stats_file:
-        raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
-                          f"(-top_k/-top_p): it would stay empty")
+    shared.check_sampling(flags, EOLE, own.top_k != 0 or own.top_p != 0, "-top_k/-top_p")
     if flags.active and own.self_speculative_decoding:
         raise OptionError("onmt-optimal's options decode with beam search: drop -self_speculative_decoding")
 

@@ -52,35 +52,23 @@ def validate(own: Settings, flags: Flags, run: bool = True) -> None:
     """Raise ``OptionError`` for any value or combination the search cannot honour, and OpenNMT-py's options that
     cannot go with ours, in this order: with ``run``, what the command's run cannot do (``check_run``);
     -world_size above 1; -dump_beam and the search's values (``options.check_decoding``); random sampling with
-    beam search's options or -stats_file; our sizes (``options.check_our_sizes``) and OpenNMT-py's -ratio stopping
-    rule, under our options; -stopping optimal with a coverage penalty (``options.check_stopping``). The Ray
-    flags are ``distributed.options.validate``'s."""
+    beam search's options or -stats_file (``options.check_sampling``); our sizes (``options.check_our_sizes``)
+    and OpenNMT-py's -ratio stopping rule, under our options; -stopping optimal with a coverage penalty
+    (``options.check_stopping``). The Ray flags are ``distributed.options.validate``'s."""
     if run:
         check_run(own, flags)
     world_size = own.world_size or 1
     if world_size > 1 and flags.active:
         raise world_size_error(world_size)
     shared.check_decoding(own, flags, OPENNMT)
-    _check_sampling(own, flags)
+    shared.check_sampling(flags, OPENNMT, own.random_sampling_topk != 0 or own.random_sampling_topp != 0,
+                          "-random_sampling_topk/-random_sampling_topp")
     if flags.active:
         shared.check_our_sizes(own)
         if own.ratio > 0:
             raise OptionError("OpenNMT-py's -ratio stopping rule cannot be combined with onmt-optimal's flags; "
                               "drop -ratio")
     shared.check_stopping(own, flags)
-
-
-def _check_sampling(own: Settings, flags: Flags) -> None:
-    """Random sampling (-random_sampling_topk/-random_sampling_topp) takes none of beam search's options, and
-    -stats_file, which records beam search's decodes, would stay empty."""
-    if own.random_sampling_topk == 0 and own.random_sampling_topp == 0:
-        return
-    if flags.stopping != "default" or flags.scores:
-        raise OptionError(f"{shared.beam_search_options(OPENNMT)} apply to beam search, not to random sampling "
-                          "(-random_sampling_topk/-random_sampling_topp)")
-    if flags.stats_file:
-        raise OptionError(f"-stats_file {flags.stats_file} records beam search's decodes, not random sampling "
-                          f"(-random_sampling_topk/-random_sampling_topp): it would stay empty")
 
 
 def world_size_error(world_size: int) -> OptionError:

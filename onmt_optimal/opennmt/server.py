@@ -167,8 +167,8 @@ def _load(load, self, *args, **kwargs):
         @functools.wraps(translate)
         def handing(*args, **kwargs):
             result = translate(*args, **kwargs)
-            if serving.CURRENT.get() is not None:
-                serving.CURRENT.get().records = lines.ordered(translator._stats)
+            if (request := serving.CURRENT.get()) is not None:
+                request.records = lines.ordered(translator._stats)
             return result
 
         translator._translate = handing
@@ -177,16 +177,16 @@ def _load(load, self, *args, **kwargs):
 def _count_segments(maybe_preprocess, self, sequence):
     """Seam ``ServerModel.maybe_preprocess``: notes how many segments each input made (``Request.segments``)."""
     out = maybe_preprocess(self, sequence)
-    if serving.CURRENT.get() is not None and isinstance(out, dict):
-        serving.CURRENT.get().segments.append(len(out.get("seg", ())))
+    if (request := serving.CURRENT.get()) is not None and isinstance(out, dict):
+        request.segments.append(len(out.get("seg", ())))
     return out
 
 
 def _note_empty(maybe_tokenize, self, sequence, side="src"):
     """Seam ``ServerModel.maybe_tokenize``: notes which source segments came out empty (``Request.empty``)."""
     out = maybe_tokenize(self, sequence, side)
-    if serving.CURRENT.get() is not None and side == "src":
-        serving.CURRENT.get().empty.append(out == "")
+    if (request := serving.CURRENT.get()) is not None and side == "src":
+        request.empty.append(out == "")
     return out
 
 
