@@ -78,6 +78,8 @@ def _timing_fields(samples: list[dict], variants: list[str], n_lines: int, other
     assert last["optimal"]["preds"] == last["stock"]["preds"], "log-prob optimal must give stock's 1-best"
     if "optimal-core" in last:
         assert last["optimal-core"]["preds"] == last["optimal"]["preds"], "a beam of one: the core must agree"
+    if "optimal+prune" in last:
+        assert last["optimal+prune"]["preds"] == last["optimal"]["preds"], "skipping dead rows must not matter"
     if other in last:
         assert last[other]["preds"] == last["optimal"]["preds"], "the bookkeeping's place must not matter"
     steps = {v: [s["steps"] for s in ordered(last[v]["stats"])] for v in variants if v != "stock"}

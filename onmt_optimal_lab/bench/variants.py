@@ -4,6 +4,7 @@ A name is ``stock`` (OpenNMT-py's own beam search, the translator's stock path) 
 rule (``default``, ``optimal``, ...) on raw log-probability, followed by any of these suffixes, in this order:
 
 * ``+r``: scored with the bounded length reward (``-length_reward R -length_ratio RHO``; R and RHO as given);
+* ``+prune``: the dead rows skipped (``-prune_dead``, ``search.dead``), where the search and the decode allow;
 * ``-host``: the search's bookkeeping on the host, fed one packed transfer a step (``host="cpu"``), or
   ``-device``: next to the model (``host=None``); a name with neither leaves it where ``AUTO`` puts it, on the
   host next to a CUDA model and next to the model otherwise;
@@ -21,7 +22,7 @@ from onmt_optimal.search.registry import STOPPING_RULES, opennmt_score, rules
 __all__ = ["VARIANTS", "search"]
 
 #: the variants every benchmark configuration decodes (``default`` is stock's rule under our bookkeeping)
-VARIANTS = ["stock", "default", "optimal", "optimal+r"]
+VARIANTS = ["stock", "default", "optimal", "optimal+r", "optimal+prune"]
 #: ``-host`` / ``-device``: ``Options.host``
 PLACES = {"-host": "cpu", "-device": None}
 
@@ -36,11 +37,14 @@ def search(name: str, reward: float = 0.0, ratio: float | None = None) -> Option
     for suffix, place in PLACES.items():
         if stopping.endswith(suffix):
             stopping, host = stopping.removesuffix(suffix), place
+    pruned = stopping.endswith("+prune")
+    stopping = stopping.removesuffix("+prune")
     bounded = stopping.endswith("+r")
     stopping = stopping.removesuffix("+r")
     if stopping not in STOPPING_RULES:
         raise ValueError(f"unknown variant {name!r}: stock, or a stopping rule ({', '.join(STOPPING_RULES)}) "
-                         "with +r, -host, -device or -core after it")
+                         "with +r, +prune, -host, -device or -core after it")
     ratio = ratio if bounded else None
     return Options(rules=rules(stopping, lambda: opennmt_score(ratio=ratio), length_reward=reward if bounded else 0.0,
-                               length_ratio=ratio), host=host, beam_of_one=not core)
+                               length_ratio=ratio), host=host, beam_of_one=not core,
+                   prune_dead=pruned)

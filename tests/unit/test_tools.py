@@ -120,7 +120,9 @@ def test_variants_by_name():
     assert isinstance(reward, BoundedWordReward) and "1.2" in reward.describe()
     assert search("optimal-host").host == "cpu" and search("optimal-device").host is None
     assert not search("optimal-core").beam_of_one and search("optimal-host-core").host == "cpu"
-    assert [search(v).stock for v in VARIANTS] == [True, False, False, False]
+    assert [search(v).stock for v in VARIANTS] == [True, False, False, False, False]
+    assert search("optimal+prune").prune_dead and not plain.prune_dead
+    assert search("optimal+r+prune", 1.2, 1.5).prune_dead
     for bad in ("fastest", "optimal-gpu", "+r"):
         with pytest.raises(ValueError, match="unknown variant"):
             search(bad)
