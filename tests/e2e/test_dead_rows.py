@@ -81,6 +81,17 @@ def test_pruned_transformer_answers_as_the_unpruned_one(our_worker, transformer,
     _compare(our_worker, transformer, src, tmp_path, ["-stopping", "optimal", *args])
 
 
+@pytest.mark.parametrize("arch", list(toy.SHAPES))
+def test_pruned_transformers_of_other_shapes_answer_as_the_unpruned_one(our_worker, src, tmp_path_factory, arch):
+    """Relative positions and rotary embeddings take other products over the batch's rows: each row's numbers must
+    not depend on which rows share its step."""
+    model = toy.train_toy_model(tmp_path_factory.mktemp(arch), steps=60, n_train=600, arch=arch)
+    out = tmp_path_factory.mktemp(f"{arch}_decodes")
+    _, skipped = _compare(our_worker, model, src, out,
+                          ["-stopping", "optimal", "-beam_size", "8", "-batch_size", "40", "-with_score"])
+    assert skipped > 0
+
+
 def test_not_applicable_is_byte_identical(our_worker, rnn, src, tmp_path):
     differ, skipped = _compare(our_worker, rnn, src, tmp_path,
                                ["-stopping", "default", "-beam_size", "5", "-batch_size", "16"])

@@ -81,6 +81,9 @@ report_every: 100
 TRANSFORMER = {"encoder_type: rnn": "encoder_type: transformer", "decoder_type: rnn": "decoder_type: transformer",
                "rnn_type: LSTM\n": "", "global_attention: general\n": "",
                "hidden_size: 64": "hidden_size: 32\nheads: 2\ntransformer_ff: 64\nposition_encoding: true"}
+#: transformers of other shapes (two layers, four heads of 12): relative positions (a product whose rows are the
+#: batch's rows times the heads), and rotary embeddings
+SHAPES = {"transformer-relative": "max_relative_positions: 20", "transformer-rotary": "max_relative_positions: -1"}
 
 
 def _bin(name: str) -> str:
@@ -90,13 +93,17 @@ def _bin(name: str) -> str:
 def train_toy_model(workdir: Path, steps: int = 300, n_train: int = 3000, arch: str = "rnn") -> Path:
     """Build vocab and train with the real OpenNMT-py console scripts; returns the checkpoint path.
 
-    ``arch``: ``rnn`` (1-layer LSTM with attention and input feeding) or ``transformer``."""
+    ``arch``: ``rnn`` (1-layer LSTM with attention and input feeding), ``transformer`` or one of ``SHAPES``."""
     workdir.mkdir(parents=True, exist_ok=True)
     write_corpus(workdir / "train", n_train, seed=1)
     write_corpus(workdir / "valid", 100, seed=2)
     text = TRAIN_YAML.format(d=workdir, steps=steps)
     if arch == "transformer":
         for old, new in TRANSFORMER.items():
+            text = text.replace(old, new)
+    elif arch in SHAPES:
+        for old, new in {**TRANSFORMER, "layers: 1": "layers: 2", "word_vec_size: 32": "word_vec_size: 48",
+                         "hidden_size: 64": f"hidden_size: 48\nheads: 4\ntransformer_ff: 64\n{SHAPES[arch]}"}.items():
             text = text.replace(old, new)
     config = workdir / "train.yaml"
     config.write_text(text)
