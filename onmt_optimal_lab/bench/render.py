@@ -133,6 +133,11 @@ def _timing_table(rows) -> list[str]:
             if "stock" in get and "optimal" in get:
                 lines.append(f"- batch {batch}, b = {beam}: "
                              f"{get['stock']['mean_steps'] - get['optimal']['mean_steps']:.2f}")
+    pruned = [r for r in rows if "same_as_optimal" in r]
+    if pruned:
+        lines += ["", "optimal+prune (`-prune_dead`, the dead rows skipped) writes optimal's translations: "
+                  + ", ".join(f"batch {r['batch']}, b = {r['beam']}: {'yes' if r['same_as_optimal'] else 'NO'}"
+                              for r in pruned) + "."]
     return lines + [""]
 
 
