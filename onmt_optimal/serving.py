@@ -83,6 +83,29 @@ def kind(value) -> str:
         type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
 
 
+#: the sizes a client may lower but not raise (``size_problem``; docs/serving.md, "Sizes a client may ask for")
+SIZES = ("beam_size", "n_best", "max_length", "max_length_ratio", "batch_size")
+
+
+def size_problem(asked: dict, model, where: str, unnamed=()) -> str | None:
+    """Why the sizes a client asks (``asked``, by name) are refused, in one line, or None: each at most the
+    ``model``'s attribute of that name (a ``max_length_ratio`` of 0 or less caps nothing), no ``batch_type`` of
+    sentences over one of tokens. ``unnamed``: those asked by naming none; ``where``: where the operator sets them."""
+    said = f": a client may lower a size, not raise it; the operator sets the limit in {where}"
+    if asked.get("batch_type") == "sents" and getattr(model, "batch_type", None) == "tokens":
+        return f"batch_type sents has no bound in tokens, more than the model's batches of tokens{said}"
+    for name in SIZES:
+        value, limit = asked.get(name), getattr(model, name, None)
+        if value is None or limit is None:
+            continue
+        work = [float("inf") if name == "max_length_ratio" and not v > 0 else v for v in (value, limit)]
+        if work[0] > work[1]:
+            shown = [f"{v} (no ratio cap)" if w == float("inf") else v for v, w in zip((value, limit), work)]
+            default = " (the default: a client that names none asks it)" if name in unnamed else ""
+            return f"{name} {shown[0]}{default} is more than the model's {shown[1]}{said}"
+    return None
+
+
 class StatsLog:
     """Where a served model appends each request's records: the file opened at start-up (``handle``, a
     ``StatsFile``) and the model's id (``model``)."""

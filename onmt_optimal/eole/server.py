@@ -188,15 +188,16 @@ def _per_request(infer_async):
     async def infer(self, inputs, settings=None, is_chat=False):
         settings = {} if settings is None else settings
         problem = _input_problem(self, inputs, settings)
-        if problem is None and _ours_in(self.pre_config):
+        if problem is None:
             if not self.loaded:
-                self.load()  # as stock's first step: its predictor says which settings apply
-            problem = request_problem(self, settings)
+                self.load()  # as stock's first step: its config holds the limits, its predictor the settings
+            problem = size_problem(self, settings) or (request_problem(self, settings)
+                                                       if _ours_in(self.pre_config) else None)
         if problem is not None:
             from fastapi import HTTPException
 
             raise HTTPException(status_code=400, detail=problem)
-        predictor = getattr(self.engine, "predictor", None) if self.loaded else None
+        predictor = getattr(self.engine, "predictor", None)
         search = getattr(predictor, "search", None)
         if search is None or search.stock:
             return await _unless_stopped(self, infer_async(self, inputs, settings=settings, is_chat=is_chat))
@@ -233,6 +234,15 @@ def _input_problem(model, inputs, settings: dict) -> str | None:
             return (f"model {model.model_id}: {name} names a file ({value!r}): a request cannot choose one; the "
                     f"server reads and writes only the files of its YAML")
     return None
+
+
+def size_problem(model, settings: dict) -> str | None:
+    """One line on a size of the request's ``settings`` above the model's config (``serving.size_problem``), or
+    None; eole's ``/infer`` asks its defaults for the sizes a request names none of."""
+    fields = type(model.config).model_fields
+    unnamed = [name for name in serving.SIZES if name in fields and settings.get(name) == fields[name].default]
+    problem = serving.size_problem(settings, model.config, "the model's config in the server's YAML", unnamed)
+    return None if problem is None else f"model {model.model_id}: {problem}"
 
 
 def request_problem(model, settings: dict) -> str | None:

@@ -198,8 +198,8 @@ def _checked_start(start, self, config_file):
 
 
 def _clone_model(self, model_id, opt, timeout=-1):
-    """Repair ``TranslationServer.clone_model``: a client's ``"opt"`` sets only ``CLIENT_OPTIONS``; a fresh id,
-    the timeout, the model's files; returns ``(id, load time)`` (docs/serving.md, "A client's requests")."""
+    """Repair ``TranslationServer.clone_model``: a client's ``"opt"`` sets only ``CLIENT_OPTIONS``, no size above
+    the model's; a fresh id, the timeout, the model's files; returns ``(id, load time)`` (docs/serving.md)."""
     from onmt.translate.translation_server import ServerModelError
 
     source = self.models.get(model_id)
@@ -213,7 +213,7 @@ def _clone_model(self, model_id, opt, timeout=-1):
     else:
         if not isinstance(opt, dict):
             raise ServerModelError(f"clone of model {model_id}: opt must be an object of options (got {opt!r})")
-        problem = client_problem(opt)
+        problem = client_problem(opt, source.opt)
         if problem is not None:
             raise option_error()(f"clone of model {model_id}: {problem}")
         opt = dict(opt)

@@ -161,9 +161,10 @@ def _check_value(key, value) -> None:
                               f"may not start with '-' followed by an option's name")
 
 
-def client_problem(opt: dict) -> str | None:
+def client_problem(opt: dict, model=None) -> str | None:
     """Why a client's ``"opt"`` (``/clone_model``) is refused, in one line, or None: only ``CLIENT_OPTIONS``, each
-    in full, a switch true or false, any other value a word or a number. Nothing of a file is said."""
+    in full, a switch true or false, any other value a word or a number, no size above the ``model``'s (its
+    parsed options: ``serving.size_problem``). Nothing of a file is said."""
     for key, value in opt.items():
         try:
             dest, option_string, explicit = read_key(key)
@@ -184,7 +185,21 @@ def client_problem(opt: dict) -> str | None:
             _check_value(key, value)
         except OptionError as err:
             return str(err)
-    return None
+    return None if model is None else serving.size_problem(
+        _asked_sizes(opt), model, 'the model\'s "opt" in the server\'s config', set(serving.SIZES) - set(opt))
+
+
+def _asked_sizes(opt: dict) -> dict:
+    """The sizes (``serving.SIZES``, ``batch_type``) a client's ``"opt"`` asks, as the parser reads them: its
+    default where one is not named, None where the parser will refuse the value."""
+    asked = {}
+    for name in (*serving.SIZES, "batch_type"):
+        action = _parser()._option_string_actions[f"-{name}"]
+        try:
+            asked[name] = (action.type or str)(str(opt[name])) if name in opt else action.default
+        except (TypeError, ValueError):
+            asked[name] = None
+    return asked
 
 
 #: the files the server started last reads (``check_config``), against which each model's written files are checked

@@ -225,6 +225,70 @@ def test_a_clone_without_files_is_served_under_a_fresh_id(server, root, outside)
     assert checksums(outside, server.cwd) == before
 
 
+# ------------------------------------------------------------------ sizes: a client may lower them, not raise them
+#: model 7's sizes (``SHARED``, OpenNMT-py's defaults for the rest): beam 3, n_best 2, max_length 30,
+#: max_length_ratio 1.25, batch_size 30 sentences
+TOO_LARGE = [  # a clone's sizes beyond SHARED, and what its one line says
+    ("beam_size", {"beam_size": 100000}, "beam_size 100000 is more than the model's 3"),
+    ("n_best", {"n_best": 1000}, "n_best 1000 is more than the model's 2"),
+    ("max_length", {"max_length": 10**9}, "max_length 1000000000 is more than the model's 30"),
+    ("max_length-unnamed", {"max_length": None}, "max_length 250 (the default: a client that names none asks it) is "
+                                                 "more than the model's 30"),
+    ("max_length_ratio", {"max_length_ratio": 1e6}, "max_length_ratio 1000000.0 is more than the model's 1.25"),
+    ("max_length_ratio-0", {"max_length_ratio": 0}, "max_length_ratio 0.0 (no ratio cap) is more than the "
+                                                    "model's 1.25"),
+    ("batch_size", {"batch_size": 10**7}, "batch_size 10000000 is more than the model's 30"),
+    ("batch_size-string", {"batch_size": "31"}, "batch_size 31 is more than the model's 30"),
+]
+
+
+@pytest.mark.parametrize("name, more, says", TOO_LARGE, ids=[t[0] for t in TOO_LARGE])
+def test_a_clone_asking_more_than_its_model_is_refused(server, root, outside, name, more, says):
+    opt = {k: v for k, v in {**SHARED, **OURS, **more}.items() if v is not None}
+    error = _refused_clone(server, root, outside, opt)
+    assert error == (f"clone of model 7: {says}: a client may lower a size, not raise it; the operator sets the "
+                     f"limit in the model's \"opt\" in the server's config"), error
+
+
+def _served_clone(server, model_id: int, opt: dict):
+    """The clone of ``model_id`` with ``opt`` made and answering ``INPUTS``, then unloaded. Returns its answer."""
+    answer = server.post(f"{ROOT}/clone_model/{model_id}", {"timeout": -1, "opt": opt})
+    assert answer.status == 200 and answer.body["status"] == "ok", answer.body
+    got = server.post(f"{ROOT}/translate", [{"id": answer.body["model_id"], "src": line} for line in INPUTS])
+    assert server.get(f"{ROOT}/unload_model/{answer.body['model_id']}").body["status"] == "ok"
+    assert got.status == 200 and got.body[0][0]["tgt"], got.body
+    return got.body
+
+
+def test_a_clone_asking_as_much_or_less_is_served(server):
+    assert len(_served_clone(server, 7, {**SHARED, **OURS, "max_length_ratio": 1.25, "batch_size": 30})) == 2
+    less = {"beam_size": 2, "n_best": 1, "max_length": 10, "max_length_ratio": 1.0, "batch_size": 2,
+            "batch_type": "tokens"}
+    assert len(_served_clone(server, 7, {**OURS, **less})) == 1
+
+
+def test_an_operator_lets_clients_ask_up_to_the_models_sizes(root, tmp_path):
+    """A model whose operator set more than OpenNMT-py's defaults (and batches by tokens): a clone asks up to its
+    values, not beyond; a clone that batches by sentences is refused (a batch of them has no bound in tokens)."""
+    large = {"beam_size": 12, "n_best": 4, "max_length": 300, "max_length_ratio": 0, "batch_size": 512,
+             "batch_type": "tokens"}
+    (tmp_path / "model.pt").symlink_to(root / "model.pt")
+    conf = write_config(tmp_path, entry(5, {**large, "length_penalty": "none"}))
+    served = onmt_server.start(conf, tmp_path / "server.log", cwd=tmp_path)
+    try:
+        assert len(_served_clone(served, 5, {**large, **OURS})) == 4
+        ids = model_ids(served)
+        for more, says in [({"beam_size": 13}, "beam_size 13 is more than the model's 12"),
+                           ({"batch_type": "sents"}, "batch_type sents has no bound in tokens")]:
+            answer = served.post(f"{ROOT}/clone_model/5", {"timeout": -1, "opt": {**large, **more}})
+            assert answer.body["status"] == "error" and says in answer.body["error"], answer.body
+            assert len(answer.body["error"].splitlines()) == 1
+            assert model_ids(served) == ids  # nothing registered
+        assert served.post(f"{ROOT}/translate", [{"id": 5, "src": "a b c"}]).status == 200  # serves on
+    finally:
+        served.stop()
+
+
 # ------------------------------------------------------------------ the statistics file swapped after start-up
 def test_a_stats_file_swapped_after_start_up_is_not_followed(root, outside, tmp_path):
     """The server opened its statistics file at start-up: the file moved away and a link (to its config, to the

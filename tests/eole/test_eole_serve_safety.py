@@ -118,6 +118,59 @@ def test_a_request_with_a_bad_value_of_eoles_own_is_stocks_422(site):
     assert answer.status == 422 and answer.body["detail"][0]["loc"][-1] == "beam_size"
 
 
+#: the models' sizes: SHARED (beam 3, max_length 30, n_best 1) and eole's max_length_ratio, 2
+TOO_LARGE = {  # name: (the request's settings beyond SHARED, what its one line says)
+    "beam_size": ({"beam_size": 100000}, "beam_size 100000 is more than the model's 3"),
+    "n_best": ({"n_best": 1000}, "n_best 1000 is more than the model's 1"),
+    "max_length": ({"max_length": 10**9}, "max_length 1000000000 is more than the model's 30"),
+    "max_length unnamed": ({"max_length": None}, "max_length 250 (the default: a client that names none asks it) "
+                                                 "is more than the model's 30"),
+    "max_length_ratio": ({"max_length_ratio": 1e6}, "max_length_ratio 1000000.0 is more than the model's 2.0"),
+    "max_length_ratio 0": ({"max_length_ratio": 0}, "max_length_ratio 0.0 (no ratio cap) is more than the model's "
+                                                    "2.0"),
+}
+
+
+@pytest.mark.parametrize("model", ["ours", "stock"])
+@pytest.mark.parametrize("name", list(TOO_LARGE))
+def test_a_request_asking_more_than_its_model_is_400_in_one_line(site, model, name):
+    _, server, _ = site
+    more, says = TOO_LARGE[name]
+    body = {k: v for k, v in {"model": model, "inputs": INPUTS[:1], **SHARED, **more}.items() if v is not None}
+    answer = server.post("/infer", body)
+    assert answer.status == 400, answer.body
+    assert answer.body == {"detail": f"model {model}: {says}: a client may lower a size, not raise it; the "
+                                     f"operator sets the limit in the model's config in the server's YAML"}
+    assert infer(server, model, INPUTS[:1]).status == 200  # serving on
+    assert "Traceback" not in server.output()
+
+
+@pytest.mark.parametrize("model", ["ours", "stock"])
+def test_a_request_asking_as_much_or_less_is_answered(site, model):
+    _, server, _ = site
+    for less in ({}, {"beam_size": 2, "max_length": 10, "max_length_ratio": 1.5}, {"beam_size": 1, "n_best": 1}):
+        answer = infer(server, model, INPUTS, **less)
+        assert answer.status == 200 and all(p[0] for p in answer.body["predictions"]), (less, answer.body)
+
+
+def test_an_operator_lets_requests_ask_up_to_the_models_sizes(encoder_decoder, tmp_path):
+    """A model whose operator set more than eole's defaults: a request asks up to its values, not beyond; one that
+    names none of them asks eole's defaults, within them."""
+    large = {"beam_size": 12, "n_best": 4, "max_length": 300, "max_length_ratio": 0}
+    conf = write_config(tmp_path, [{"id": "large", "path": str(encoder_decoder), "preload": True,
+                                    "config": dict(large)}])
+    server = start(conf, tmp_path)
+    try:
+        answer = server.post("/infer", {"model": "large", "inputs": INPUTS, **large})
+        assert answer.status == 200 and [len(p) for p in answer.body["predictions"]] == [4] * len(INPUTS)
+        assert server.post("/infer", {"model": "large", "inputs": INPUTS}).status == 200  # eole's defaults
+        refused = server.post("/infer", {"model": "large", "inputs": INPUTS, **large, "beam_size": 13})
+        assert refused.status == 400 and refused.body["detail"].startswith(
+            "model large: beam_size 13 is more than the model's 12: "), refused.body
+    finally:
+        server.stop()
+
+
 def test_the_answer_carries_each_inputs_statistics_as_the_file_has_them(site):
     cwd, server, _ = site
     stats = cwd / "stats.jsonl"
@@ -232,8 +285,8 @@ def test_a_signal_stops_the_server_promptly_with_a_decode_in_flight(encoder_deco
     comes: the server stops within seconds (the time is printed; the bound only tells a stop from a hang), the
     request gets a 503 in one line (or its connection closes), no traceback, the statistics file whole lines."""
     conf = write_config(tmp_path, [{"id": "toy", "path": str(encoder_decoder), "preload": True,
-                                    "config": {**SHARED, **OURS, "stopping": "exhaustive",
-                                               "stats_file": "stats.jsonl"}}])
+                                    "config": {**SHARED, **OURS, "stopping": "exhaustive", "beam_size": 30,
+                                               "max_length": 250, "stats_file": "stats.jsonl"}}])
     server = start(conf, tmp_path)
     assert infer(server, "toy", INPUTS).status == 200  # one request's records in the file
     got = {}
