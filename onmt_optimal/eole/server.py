@@ -191,8 +191,7 @@ def _per_request(infer_async):
         if problem is None:
             if not self.loaded:
                 self.load()  # as stock's first step: its config holds the limits, its predictor the settings
-            problem = size_problem(self, settings) or (request_problem(self, settings)
-                                                       if _ours_in(self.pre_config) else None)
+            problem = size_problem(self, settings) or request_problem(self, settings)
         if problem is not None:
             from fastapi import HTTPException
 
@@ -247,9 +246,9 @@ def size_problem(model, settings: dict) -> str | None:
 
 def request_problem(model, settings: dict) -> str | None:
     """One line on what the request's ``settings`` (those the predictor applies over the model's config) ask that
-    the model's search cannot do, checked as ``eole predict`` checks a config; None when nothing."""
+    the search of a model setting our options cannot do, checked as ``eole predict`` checks a config, or None."""
     predictor, config = getattr(model.engine, "predictor", None), getattr(model, "config", None)
-    if predictor is None or config is None:
+    if predictor is None or config is None or not _ours_in(model.pre_config):
         return None
     fields = type(config).model_fields
     applied = {k: v for k, v in settings.items() if k in fields and hasattr(predictor, k)}
