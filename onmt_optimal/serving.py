@@ -87,23 +87,36 @@ def kind(value) -> str:
 SIZES = ("beam_size", "n_best", "max_length", "max_length_ratio", "batch_size")
 
 
-def size_problem(asked: dict, model, where: str, unnamed=()) -> str | None:
-    """Why the sizes a client asks (``asked``, by name) are refused, in one line, or None: each at most the
-    ``model``'s attribute of that name (a ``max_length_ratio`` of 0 or less caps nothing), no ``batch_type`` of
-    sentences over one of tokens. ``unnamed``: those asked by naming none; ``where``: where the operator sets them."""
+def size_problem(asked: dict, model, where: str, defaults: dict) -> str | None:
+    """Why the sizes a client asks (``asked``, by name) are refused, in one line, or None: each at most ``model``'s
+    (its attribute) or the toolkit's default (``defaults``: what a client naming none asks, no denial of service),
+    a ``max_length_ratio`` of 0 or less capping nothing; a batch within either (``_batch_within``). ``where``: where
+    the operator sets the limits."""
     said = f": a client may lower a size, not raise it; the operator sets the limit in {where}"
-    if asked.get("batch_type") == "sents" and getattr(model, "batch_type", None) == "tokens":
-        return f"batch_type sents has no bound in tokens, more than the model's batches of tokens{said}"
-    for name in SIZES:
-        value, limit = asked.get(name), getattr(model, name, None)
+    model = {name: getattr(model, name, None) for name in (*SIZES, "batch_type")}
+    for name in SIZES[:-1]:
+        value, limit, default = asked.get(name), model[name], defaults.get(name)
         if value is None or limit is None:
             continue
-        work = [float("inf") if name == "max_length_ratio" and not v > 0 else v for v in (value, limit)]
-        if work[0] > work[1]:
-            shown = [f"{v} (no ratio cap)" if w == float("inf") else v for v, w in zip((value, limit), work)]
-            default = " (the default: a client that names none asks it)" if name in unnamed else ""
-            return f"{name} {shown[0]}{default} is more than the model's {shown[1]}{said}"
+        default = limit if default is None else default
+        work = [float("inf") if name == "max_length_ratio" and not v > 0 else v for v in (value, limit, default)]
+        if work[0] > max(work[1:]):
+            uncapped = " (no ratio cap)" if work[0] == float("inf") else ""
+            also = f" and the default {default}" if work[2] > work[1] else ""
+            return f"{name} {value}{uncapped} is more than the model's {limit}{also}{said}"
+    if asked.get("batch_size") is not None and not (_batch_within(asked, model) or _batch_within(asked, defaults)):
+        batch = [f"{sizes.get('batch_size')} {sizes.get('batch_type') or 'sents'}" for sizes in (asked, model, defaults)]
+        return f"batch_size {batch[0]} is more than the model's {batch[1]} and the default {batch[2]}{said}"
     return None
+
+
+def _batch_within(asked: dict, limit: dict) -> bool:
+    """Is the batch ``asked`` within ``limit``'s (none: yes): no larger, of the same unit or of tokens against
+    sentences (N tokens hold at most N sentences); sentences have no bound in tokens."""
+    if limit.get("batch_size") is None:
+        return True
+    kinds = (asked.get("batch_type") or "sents", limit.get("batch_type") or "sents")
+    return kinds != ("sents", "tokens") and asked["batch_size"] <= limit["batch_size"]
 
 
 class StatsLog:

@@ -236,11 +236,11 @@ def _input_problem(model, inputs, settings: dict) -> str | None:
 
 
 def size_problem(model, settings: dict) -> str | None:
-    """One line on a size of the request's ``settings`` above the model's config (``serving.size_problem``), or
-    None; eole's ``/infer`` asks its defaults for the sizes a request names none of."""
+    """One line on a size of the request's ``settings`` above the model's config and eole's default, which
+    ``/infer`` asks for the sizes a request names none of (``serving.size_problem``), or None."""
     fields = type(model.config).model_fields
-    unnamed = [name for name in serving.SIZES if name in fields and settings.get(name) == fields[name].default]
-    problem = serving.size_problem(settings, model.config, "the model's config in the server's YAML", unnamed)
+    defaults = {name: fields[name].default for name in (*serving.SIZES, "batch_type") if name in fields}
+    problem = serving.size_problem(settings, model.config, "the model's config in the server's YAML", defaults)
     return None if problem is None else f"model {model.model_id}: {problem}"
 
 

@@ -6,6 +6,7 @@
 * ``empty_lines``  empty source lines answered in place;
 * ``output``, ``checkpoint``  ``-output`` opened on first use; one line for a file that is no checkpoint;
 * ``run_files``    the files a run reads and writes, as ``(flag, path)`` pairs of its parsed options;
+* ``option_reading``  which option a token or a ``-config`` key sets, as OpenNMT-py's parser reads it;
 * ``server``       ``onmt_server`` with the plugin's options in a model's ``"opt"``;
 * ``session``      a loaded model and its transforms, for the tools that decode many times (sweep, ratio);
 * ``stock``        stock ``onmt_translate``, for comparisons (``python -m onmt_optimal stock-translate``);

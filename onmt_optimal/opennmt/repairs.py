@@ -195,6 +195,6 @@ def guard_config(parser) -> None:
 
     reader = getattr(parser, "_config_file_parser", None)
     if reader is not None and type(reader).__name__ == "YAMLConfigFileParser":
-        from onmt_optimal.opennmt.server_files import PATH_OPTIONS, yaml_dest
+        from onmt_optimal.opennmt.option_reading import PATH_OPTIONS, yaml_dest
 
         reader.parse = yaml_guard.guarded(reader.parse, paths=PATH_OPTIONS, name_of=yaml_dest)

@@ -3,7 +3,6 @@ key of a model's ``"opt"`` read as OpenNMT-py's parser reads it, and the options
 check, and what it refuses, in docs/serving.md ("A model's options", "The config's files")."""
 from __future__ import annotations
 
-import functools
 import json
 import os
 
@@ -13,10 +12,9 @@ from onmt_optimal import file_checks, serving
 from onmt_optimal.adapter import yaml_guard
 from onmt_optimal.errors import OptionError, OptionTypeError
 from onmt_optimal.opennmt import run_files
+from onmt_optimal.opennmt.option_reading import PATH_OPTIONS, option_strings, parser, read_token
 from onmt_optimal.option_table import OPENNMT, client_options
 
-#: path-typed options of a model's ``"opt"`` (OpenNMT-py's ``dest`` names)
-PATH_OPTIONS = ("save_config", *run_files.READ, *run_files.WRITTEN)
 #: what a client's ``/clone_model`` may set, the only options (``client_problem``): decoding settings
 CLIENT_OPTIONS = client_options(OPENNMT)
 #: the files a served model writes, in the order they are compared
@@ -34,7 +32,7 @@ def check_opt(opt: dict) -> dict:
     named = by_dest(opt)
     if isinstance(named.get("config"), str):
         for key, value in _config_values(named["config"]).items():
-            if isinstance(key, str) and f"--{key}" not in _option_strings() and read_token(f"--{key}", (True,))[0]:
+            if isinstance(key, str) and f"--{key}" not in option_strings() and read_token(f"--{key}", (True,))[0]:
                 raise OptionError(f"-config {named['config']}: its key {_quoted(key)} is not an option's full name, "
                                   f"which the parser would read as one: write it in full")
             if key in PATH_OPTIONS:
@@ -61,53 +59,6 @@ def _config_values(path: str) -> dict:
     except (OSError, ValueError, yaml.YAMLError):
         return {}
     return values if isinstance(values, dict) else {}
-
-
-def yaml_dest(key: str) -> str:
-    """The option a key of an OpenNMT-py ``-config`` YAML sets (configargparse's ``--KEY=VALUE``), else the key."""
-    action = read_token(f"--{key}")[0]
-    return key if action is None else action.dest
-
-
-class _Unreadable(Exception):
-    """A command-line token OpenNMT-py's parser could not read (an ambiguous abbreviation)."""
-
-
-@functools.lru_cache(maxsize=1)
-def _parser():
-    """``onmt_translate``'s parser as the server builds it (ours included), whose errors are raised, not printed."""
-    import onmt.opts
-    from onmt.utils.parse import ArgumentParser
-
-    class Reading(ArgumentParser):
-        def error(self, message):
-            raise _Unreadable(" ".join(str(message).split()))
-
-    parser = Reading()
-    onmt.opts.translate_opts(parser)
-    return parser
-
-
-@functools.lru_cache(maxsize=1)
-def _option_strings() -> dict:
-    """``onmt_translate``'s option strings (``-stats_file``, ``--stats_file``, ...) -> the option's ``dest``."""
-    return {string: action.dest for string, action in _parser()._option_string_actions.items()}
-
-
-def read_token(token: str, ambiguous=(None, None, None)) -> tuple:
-    """How OpenNMT-py's parser reads ``token``: ``(action, option string, explicit argument)``, ``(None, None,
-    None)`` for a value or an option it does not know, ``ambiguous`` for an ambiguous abbreviation."""
-    try:
-        found = _parser()._parse_optional(token)
-    except _Unreadable:
-        return ambiguous
-    if isinstance(found, list):  # (newer Pythons: every reading, each with its separator)
-        if len(found) != 1:
-            return ambiguous
-        found = found[0]
-    if found is None:
-        return None, None, None
-    return found if len(found) != 4 else (found[0], found[1], found[3])
 
 
 def read_key(key) -> tuple[str | None, str | None, str | None]:
@@ -175,7 +126,7 @@ def client_problem(opt: dict, model=None) -> str | None:
                 f" (the parser reads it as {option_string})"
             return (f"{_quoted(key)}{said} is not an option a client may set: a client's \"opt\" sets only "
                     f"{', '.join(CLIENT_OPTIONS)}, each by its name")
-        switch = _parser()._option_string_actions[option_string].nargs == 0
+        switch = parser()._option_string_actions[option_string].nargs == 0
         got = "a list" if value == [] else serving.kind(value)
         if switch and not isinstance(value, bool):
             return f"\"{dest}\" is a switch: true or false (got {got})"
@@ -185,18 +136,21 @@ def client_problem(opt: dict, model=None) -> str | None:
             _check_value(key, value)
         except OptionError as err:
             return str(err)
-    return None if model is None else serving.size_problem(
-        _asked_sizes(opt), model, 'the model\'s "opt" in the server\'s config', set(serving.SIZES) - set(opt))
+    if model is None:
+        return None
+    defaults = {name: parser()._option_string_actions[f"-{name}"].default for name in (*serving.SIZES, "batch_type")}
+    return serving.size_problem(_asked_sizes(opt, defaults), model,
+                                'the model\'s "opt" in the server\'s config', defaults)
 
 
-def _asked_sizes(opt: dict) -> dict:
-    """The sizes (``serving.SIZES``, ``batch_type``) a client's ``"opt"`` asks, as the parser reads them: its
+def _asked_sizes(opt: dict, defaults: dict) -> dict:
+    """The sizes (``serving.SIZES``, ``batch_type``) a client's ``"opt"`` asks, as the parser reads them: the
     default where one is not named, None where the parser will refuse the value."""
     asked = {}
-    for name in (*serving.SIZES, "batch_type"):
-        action = _parser()._option_string_actions[f"-{name}"]
+    for name, default in defaults.items():
         try:
-            asked[name] = (action.type or str)(str(opt[name])) if name in opt else action.default
+            asked[name] = (parser()._option_string_actions[f"-{name}"].type or str)(str(opt[name])) \
+                if name in opt else default
         except (TypeError, ValueError):
             asked[name] = None
     return asked

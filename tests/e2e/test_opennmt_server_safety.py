@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from helpers import http_server, onmt_server
 from helpers.one_line import one_error_line
 from helpers.onmt_server import INPUTS, OURS, ROOT, SHARED, entry, write_config
-from onmt_optimal.opennmt import server_files
+from onmt_optimal.opennmt import option_reading, server_files
 
 pytestmark = pytest.mark.slow  # every test here starts a server
 
@@ -178,7 +178,7 @@ def test_a_clone_that_sets_more_than_decoding_options_is_refused_and_nothing_is_
 
 
 KEYS = st.one_of(
-    st.deferred(lambda: st.sampled_from(sorted(server_files._option_strings())).map(lambda s: s.lstrip("-"))),
+    st.deferred(lambda: st.sampled_from(sorted(option_reading.option_strings())).map(lambda s: s.lstrip("-"))),
     st.text(st.sampled_from("-=_/.abcdefhilmnoprstuvxyz015 "), min_size=1, max_size=24))
 
 
@@ -229,16 +229,16 @@ def test_a_clone_without_files_is_served_under_a_fresh_id(server, root, outside)
 #: model 7's sizes (``SHARED``, OpenNMT-py's defaults for the rest): beam 3, n_best 2, max_length 30,
 #: max_length_ratio 1.25, batch_size 30 sentences
 TOO_LARGE = [  # a clone's sizes beyond SHARED, and what its one line says
-    ("beam_size", {"beam_size": 100000}, "beam_size 100000 is more than the model's 3"),
+    ("beam_size", {"beam_size": 100000}, "beam_size 100000 is more than the model's 3 and the default 5"),
     ("n_best", {"n_best": 1000}, "n_best 1000 is more than the model's 2"),
-    ("max_length", {"max_length": 10**9}, "max_length 1000000000 is more than the model's 30"),
-    ("max_length-unnamed", {"max_length": None}, "max_length 250 (the default: a client that names none asks it) is "
-                                                 "more than the model's 30"),
+    ("max_length", {"max_length": 10**9}, "max_length 1000000000 is more than the model's 30 and the default 250"),
     ("max_length_ratio", {"max_length_ratio": 1e6}, "max_length_ratio 1000000.0 is more than the model's 1.25"),
     ("max_length_ratio-0", {"max_length_ratio": 0}, "max_length_ratio 0.0 (no ratio cap) is more than the "
                                                     "model's 1.25"),
-    ("batch_size", {"batch_size": 10**7}, "batch_size 10000000 is more than the model's 30"),
-    ("batch_size-string", {"batch_size": "31"}, "batch_size 31 is more than the model's 30"),
+    ("batch_size", {"batch_size": 10**7}, "batch_size 10000000 sents is more than the model's 30 sents and the "
+                                          "default 30 sents"),
+    ("batch_size-string", {"batch_size": "31"}, "batch_size 31 sents is more than the model's 30 sents and the "
+                                                "default 30 sents"),
 ]
 
 
@@ -265,6 +265,8 @@ def test_a_clone_asking_as_much_or_less_is_served(server):
     less = {"beam_size": 2, "n_best": 1, "max_length": 10, "max_length_ratio": 1.0, "batch_size": 2,
             "batch_type": "tokens"}
     assert len(_served_clone(server, 7, {**OURS, **less})) == 1
+    # a size not named is OpenNMT-py's default (max_length 250 over the model's 30): a client may always ask it
+    assert len(_served_clone(server, 7, dict(OURS))) == 1
 
 
 def test_an_operator_lets_clients_ask_up_to_the_models_sizes(root, tmp_path):
@@ -279,7 +281,8 @@ def test_an_operator_lets_clients_ask_up_to_the_models_sizes(root, tmp_path):
         assert len(_served_clone(served, 5, {**large, **OURS})) == 4
         ids = model_ids(served)
         for more, says in [({"beam_size": 13}, "beam_size 13 is more than the model's 12"),
-                           ({"batch_type": "sents"}, "batch_type sents has no bound in tokens")]:
+                           ({"batch_type": "sents"}, "batch_size 512 sents is more than the model's 512 tokens "
+                                                     "and the default 30 sents")]:
             answer = served.post(f"{ROOT}/clone_model/5", {"timeout": -1, "opt": {**large, **more}})
             assert answer.body["status"] == "error" and says in answer.body["error"], answer.body
             assert len(answer.body["error"].splitlines()) == 1

@@ -120,11 +120,9 @@ def test_a_request_with_a_bad_value_of_eoles_own_is_stocks_422(site):
 
 #: the models' sizes: SHARED (beam 3, max_length 30, n_best 1) and eole's max_length_ratio, 2
 TOO_LARGE = {  # name: (the request's settings beyond SHARED, what its one line says)
-    "beam_size": ({"beam_size": 100000}, "beam_size 100000 is more than the model's 3"),
+    "beam_size": ({"beam_size": 100000}, "beam_size 100000 is more than the model's 3 and the default 5"),
     "n_best": ({"n_best": 1000}, "n_best 1000 is more than the model's 1"),
-    "max_length": ({"max_length": 10**9}, "max_length 1000000000 is more than the model's 30"),
-    "max_length unnamed": ({"max_length": None}, "max_length 250 (the default: a client that names none asks it) "
-                                                 "is more than the model's 30"),
+    "max_length": ({"max_length": 10**9}, "max_length 1000000000 is more than the model's 30 and the default 250"),
     "max_length_ratio": ({"max_length_ratio": 1e6}, "max_length_ratio 1000000.0 is more than the model's 2.0"),
     "max_length_ratio 0": ({"max_length_ratio": 0}, "max_length_ratio 0.0 (no ratio cap) is more than the model's "
                                                     "2.0"),
@@ -151,6 +149,8 @@ def test_a_request_asking_as_much_or_less_is_answered(site, model):
     for less in ({}, {"beam_size": 2, "max_length": 10, "max_length_ratio": 1.5}, {"beam_size": 1, "n_best": 1}):
         answer = infer(server, model, INPUTS, **less)
         assert answer.status == 200 and all(p[0] for p in answer.body["predictions"]), (less, answer.body)
+    # a request that names no size asks eole's defaults (max_length 250 over the model's 30): always allowed
+    assert server.post("/infer", {"model": model, "inputs": INPUTS}).status == 200
 
 
 def test_an_operator_lets_requests_ask_up_to_the_models_sizes(encoder_decoder, tmp_path):

@@ -18,7 +18,7 @@ import pytest
 
 from onmt_optimal import atomic, failures, file_checks, import_hook, options
 from onmt_optimal import serving as served
-from onmt_optimal.opennmt import server_files
+from onmt_optimal.opennmt import option_reading, server_files
 from onmt_optimal.search.record import STATS, Record, StopReason
 
 REPO = Path(__file__).resolve().parents[2]
@@ -200,7 +200,7 @@ def test_the_client_allow_list_is_the_decoding_options_and_the_tables_search_opt
     assert not {"stats_file", "log_file", "config", "save_config", "output", "models", "gpu", "help", "progress",
                 "ray_workers", "dump_beam", "src", "transforms", "prune_dead"} & set(allowed)
     assert [o.name for o in taken_by(OPENNMT, SEARCH) if o.client] == list(allowed[-5:])
-    actions = server_files._parser()._option_string_actions
+    actions = option_reading.parser()._option_string_actions
     assert all(actions[f"-{name}"].dest == name for name in allowed)  # each an option of the server's parser
 
 
