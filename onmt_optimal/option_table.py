@@ -90,7 +90,8 @@ PRUNE_DEAD_HELP = (
     "rows_skipped, and their completed (rarely stop_reason) may differ: a dead item's children are never made. "
     "Applies with one rule, -stopping optimal, on log p, -length_reward or -bp_norm (-length_penalty none, -bound "
     "exact); elsewhere (another -stopping, -length_penalty avg|wu, a coverage penalty, -bound predicted, "
-    "-replace_unk, -attn_debug, a copy generator, a target prefix{more}) nothing is skipped (rows_skipped 0).")
+    "-replace_unk, -attn_debug, a copy generator, a target prefix{more}) nothing is skipped (rows_skipped 0).{auto}")
+AUTO_PRUNE = " Without it, onmt_translate skips them where its output shows nothing: no -stats_file, CPU, batch > 1."
 
 TABLE: tuple[Option, ...] = (
     Option(
@@ -139,9 +140,9 @@ TABLE: tuple[Option, ...] = (
         "final score, raw log-probability, output length |y|, l, source length, completed hypotheses.",
         (OPENNMT, EOLE), metavar="PATH", client=False),
     Option(
-        "prune_dead", bool, False, PRUNE_DEAD_HELP.format(more=""), (OPENNMT, EOLE),
+        "prune_dead", bool, False, PRUNE_DEAD_HELP.format(more="", auto=AUTO_PRUNE), (OPENNMT, EOLE),
         helps=((EOLE, PRUNE_DEAD_HELP.format(more=", a transformer decoder: only eole's RNN encoder-decoder prunes, "
-                                            "without torch.compile or tensor parallelism")),),
+                                            "without torch.compile or tensor parallelism", auto="")),),
         client=False),
     Option(
         "progress", bool, False,

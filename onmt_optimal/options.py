@@ -95,8 +95,9 @@ class Options:
     #: ``adapter.batch_search.beam_of_one`` allows); False runs the core there too (the tests compare the two)
     beam_of_one: bool = True
     #: skip the dead rows where the search and the toolkit's decode loop allow (``-prune_dead``: ``search.dead``);
-    #: every record then has ``rows_skipped`` (``search.record``)
-    prune_dead: bool = False
+    #: every record then has ``rows_skipped`` (``search.record``). None (``onmt_translate`` and ``onmt_server``
+    #: without ``-prune_dead``): where no record is shown (``opennmt.translator.CertifiedTranslator._prunes``)
+    prune_dead: bool | None = False
 
     def __post_init__(self):
         object.__setattr__(self, "rules", tuple(Rule(*rule) for rule in self.rules))  # (scoring, stopping) pairs
@@ -135,7 +136,7 @@ class Options:
         if warning:
             sys.stderr.write(f"{prog}: warning: {warning}\n")
         return cls(rules=flags.rules(lambda: _own_score(own, flags, global_scorer)), stats_file=flags.stats_file,
-                   prune_dead=flags.prune_dead)
+                   prune_dead=flags.prune_dead or None)
 
     @classmethod
     def from_config(cls, config, global_scorer) -> "Options":

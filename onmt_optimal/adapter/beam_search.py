@@ -61,9 +61,10 @@ class LineageBeamSearch(metaclass=ABCMeta):
 
     #: the toolkit's contract (``contract.OPENNMT_PY_CONTRACT``, ``contract.EOLE_CONTRACT``)
     CONTRACT: contract.Contract
-    #: ask for the dead rows to be skipped (``search.dead``; ``-prune_dead``, off by default: the record's
-    #: ``completed`` and, rarely, ``stop_reason`` may differ, the answers, scores and steps do not). The toolkit's
-    #: translator sets it where its decode loop decodes only the rows ``rows_to_decode`` names. Where it holds
+    #: ask for the dead rows to be skipped (``search.dead``; ``-prune_dead``: the record's ``completed`` and,
+    #: rarely, ``stop_reason`` may differ, the answers, scores and steps do not). The toolkit's translator sets it
+    #: where its decode loop decodes only the rows ``rows_to_decode`` names (``opennmt.translator``: unasked too,
+    #: where it writes no record). Where it holds
     #: (``prunes``), each step also reads which rows the next one must decode, with its one read, and each record
     #: handed over says how many rows its example's decode skipped (``Record.rows_skipped``)
     prune_dead: bool = False

@@ -89,11 +89,23 @@ class CertifiedTranslator(RecordKeeping, Translator):
             strategy = batch_search.build(CertifiedBeamSearch, self, search, len(batch["srclen"]),
                                           batch_search.max_length(self, batch), attn_debug)
             # the dead rows are skipped by ``_decode_needed_rows``, which has no copy generator and no target prefix
-            strategy.prune_dead = search.prune_dead and not self.copy_attn and not self.tgt_file_prefix
+            strategy.prune_dead = self._prunes(search, batch) and not self.copy_attn and not self.tgt_file_prefix
             with torch.no_grad():
                 results = self._translate_batch_with_strategy(batch, strategy)
             stats, rule_results = strategy.search_stats, strategy.rule_results
         return results, stats, rule_results if search.collect else None
+
+    @staticmethod
+    def _prunes(search, batch) -> bool:
+        """Skip the dead rows (``search.dead``)? Where ``-prune_dead`` asks; without it (``prune_dead`` None), where
+        nothing the run writes shows it (no statistics file, no records kept for a tool: a pruned decode's
+        translations and scores are the unpruned one's, its records' ``completed`` may not be), on a CPU, whose
+        products of 4 or more rows round each row alike (``search.dead.LEAST_ROWS``), and in a batch of several
+        sentences (a batch of one gains little)."""
+        if search.prune_dead is not None:
+            return search.prune_dead
+        return not search.stats_file and not search.collect and len(batch["srclen"]) > 1 \
+            and batch["src"].device.type == "cpu"
 
     def _translate_batch_with_strategy(self, batch, decode_strategy):
         """Stock's decode loop, or, where the search skips its dead rows (``-prune_dead``:

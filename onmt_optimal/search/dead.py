@@ -50,11 +50,13 @@ after each step ``t``, the same kept hypotheses and the same *mattering* items: 
    both stop at the same step, with the same kept hypotheses, so with the same answers and scores.
 
 What may differ is what the certificate's answer does not read: which non-mattering children fill the other
-slots. A dead item's child that would have ended with EOS in the unpruned search is never made, so the record's
-``completed`` (completed hypotheses seen) can be smaller, and where the unpruned search had no live item left at
-its stop (``all_finished``) the pruned one may still hold a live non-mattering item (``certificate``), or the
-other way round. This is why pruning is an option, off by default (``-prune_dead``, ``option_table``; in code
-``options.Options.prune_dead``, which the translators hand to ``adapter.beam_search.LineageBeamSearch.prune_dead``).
+slots. A dead item's child that would have ended with EOS in the unpruned search is never made, and a needed
+item's child may take its slot and end, so the record's ``completed`` (completed hypotheses seen) can differ, and
+where the unpruned search had no live item left at its stop (``all_finished``) the pruned one may still hold a live
+non-mattering item (``certificate``), or the other way round. This is why pruning is asked for (``-prune_dead``,
+``option_table``; in code ``options.Options.prune_dead``, which the translators hand to
+``adapter.beam_search.LineageBeamSearch.prune_dead``) wherever records are kept; unasked, ``onmt_translate`` skips
+the dead rows only where it writes no record (``opennmt.translator.CertifiedTranslator._prunes``).
 Where it is asked for but does not hold, nothing is skipped and nothing else changes; each record then says it
 skipped 0 rows (``search.record``'s ``rows_skipped``).
 
