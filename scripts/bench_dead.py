@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Whole-process benchmark of skipping the dead rows (``search.dead``): stock OpenNMT-py against ``-stopping
-optimal`` without and with ``-prune_dead``, on a shipped model (the TVsub LSTM by default, ``--model``), each variant its own
-``onmt_translate`` process, one torch thread, the variants in turn for ``--rounds`` rounds (the order rotating).
+optimal`` with a statistics file, without and with ``-prune_dead``, and without a statistics file (``optimal-quiet``,
+where ``onmt_translate`` skips the dead rows unasked), on a shipped model (the TVsub LSTM by default, ``--model``),
+each variant its own ``onmt_translate`` process, one torch thread, the variants in turn for ``--rounds`` rounds (the order rotating).
 
 Reports per variant the median wall time and CPU time of the process (model loading included) and the median of
 its ratio to stock in the same round, and compares the outputs (optimal on log-probability returns stock's
@@ -37,6 +38,8 @@ def run(variant: str, src: Path, out: Path, args) -> tuple[float, float]:
             "-batch_size", str(args.batch), "-log_file", os.devnull]
     if variant == "stock":
         env["ONMT_OPTIMAL_DISABLE"] = "1"
+    elif variant == "optimal-quiet":  # no statistics file: the dead rows are skipped unasked
+        argv += ["-stopping", "optimal"]
     else:
         argv += ["-stopping", "optimal", "-stats_file", str(out / f"{variant}.stats")]
         if variant == "optimal+prune":
@@ -57,18 +60,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    variants = ["stock", "optimal", "optimal+prune"]
+    variants = ["stock", "optimal", "optimal+prune", "optimal-quiet"]
     times = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         src = cli.first_lines(args.data, args.lines, tmp, args.model)
         for r in range(args.rounds):
-            order = variants[r % 3:] + variants[:r % 3]
+            order = variants[r % len(variants):] + variants[:r % len(variants)]
             for v in order:
                 times[v].append(run(v, src, tmp, args))
             print(f"round {r + 1}: " + ", ".join(f"{v} {times[v][-1][0]:.2f}s" for v in variants), flush=True)
         same_stock = (tmp / "stock.hyp").read_bytes() == (tmp / "optimal.hyp").read_bytes()
         same_pruned = (tmp / "optimal.hyp").read_bytes() == (tmp / "optimal+prune.hyp").read_bytes()
+        same_quiet = (tmp / "optimal.hyp").read_bytes() == (tmp / "optimal-quiet.hyp").read_bytes()
         a = [json.loads(x) for x in (tmp / "optimal.stats").read_text().splitlines()]
         b = [json.loads(x) for x in (tmp / "optimal+prune.stats").read_text().splitlines()]
         differ = {k: sum(x[k] != y[k] for x, y in zip(a, b)) for k in a[0]}
@@ -100,7 +104,9 @@ def main() -> None:
         *rows,
         "",
         f"- `optimal` writes stock's translations: {'yes' if same_stock else 'NO'}; "
-        f"`optimal+prune` writes `optimal`'s: {'yes' if same_pruned else 'NO'} (byte for byte).",
+        f"`optimal+prune` writes `optimal`'s: {'yes' if same_pruned else 'NO'}; `optimal-quiet` (`-stopping optimal` "
+        f"with no `-stats_file`, where the dead rows are skipped unasked) writes `optimal`'s: "
+        f"{'yes' if same_quiet else 'NO'} (byte for byte).",
         f"- Statistics of `optimal+prune` against `optimal`, lines that differ per field (of {len(a)}): "
         + ", ".join(f"{k} {n}" for k, n in differ.items()) + f". `completed` summed: {completed[0]} against "
         f"{completed[1]}. Mean steps: {steps:.2f}. Rows skipped (`rows_skipped`, summed): {skipped}.",

@@ -8,8 +8,8 @@ Every argument is either a path both sides share (models, inputs: absolute) or a
 The flag sets cover each option of the plugin and the stock path: no flag at all; every ``-stopping`` rule;
 every ``-length_penalty``; the length reward with and without ``-length_ratio``; ``-bp_norm``; ``-bound
 predicted``; ``-n_best 3``; batches of 1 and 32; beams of 1, 5 and 10; a run without ``-stats_file``; the dead
-rows skipped (``-prune_dead``, batches of 8 so that one batch follows another, and of 1); a bad flag value and a
-missing ``-src`` (exit status and error line).
+rows skipped (``-prune_dead``, batches of 8 so that one batch follows another, and of 1), and unasked (no
+statistics file, batches of 8); a bad flag value and a missing ``-src`` (exit status and error line).
 """
 from __future__ import annotations
 
@@ -55,6 +55,9 @@ FLAG_SETS: list[tuple[str, list[str]]] = [
     ("prune-reward-nbest3", [*NONE, "-prune_dead", "-n_best", "3", "-length_reward", "1.2", *RATIO,
                              "-batch_size", "8", *STATS]),
     ("prune-bp-norm-batch1", ["-batch_size", "1", *NONE, "-prune_dead", "-bp_norm", *RATIO, *STATS]),
+    # no statistics file: onmt_translate skips the dead rows unasked (batches of 8; its output must not show it)
+    ("quiet-optimal", [*NONE, "-stopping", "optimal", "-beam_size", "10", "-batch_size", "8"]),
+    ("quiet-reward-nbest2", [*NONE, "-length_reward", "1.2", *RATIO, "-n_best", "2", "-batch_size", "8"]),
     (BAD_VALUE, ["-stopping", "bogus", *STATS]),
     (MISSING_SRC, ["-stopping", "optimal", *STATS]),
 ]
