@@ -92,34 +92,41 @@ def test_pruned_transformers_of_other_shapes_answer_as_the_unpruned_one(our_work
     assert skipped > 0
 
 
-def test_onmt_translate_skips_the_dead_rows_where_its_output_shows_nothing(rnn, src, tmp_path, monkeypatch):
+#: ``onmt_translate`` in a process of its own, the batches its pruning decode loop ran (sentences each) written to
+#: ``sys.argv[1]`` as JSON: the loop is counted as it runs, and the test's process stays as it was
+COUNTING = """
+import json, sys
+from onmt.bin.translate import main
+from onmt_optimal.opennmt.translator import CertifiedTranslator
+loops, decode, out = [], CertifiedTranslator._decode_needed_rows, sys.argv.pop(1)
+def counted(self, batch, strategy):
+    loops.append(len(batch["srclen"]))
+    return decode(self, batch, strategy)
+CertifiedTranslator._decode_needed_rows = counted
+sys.argv[0] = "onmt_translate"
+main()
+open(out, "w").write(json.dumps(loops))
+"""
+
+
+def test_onmt_translate_skips_the_dead_rows_where_its_output_shows_nothing(rnn, src, tmp_path):
     """Without ``-prune_dead``, ``onmt_translate -stopping optimal`` skips the dead rows where nothing it writes
     shows it: no ``-stats_file``, on a CPU, in batches of several sentences (``CertifiedTranslator._prunes``). The
     translations and scores are those of the same run with a statistics file, which decodes every row, as does a
-    batch of one (unless ``-prune_dead`` asks). The decode loop that skips rows is counted as it runs (in this process)."""
+    batch of one (unless ``-prune_dead`` asks). The decode loop that skips rows is counted as it runs."""
+    import subprocess
     import sys
 
-    from onmt.bin.translate import main
-    from onmt_optimal.opennmt.translator import CertifiedTranslator
-
-    loops = []
-    decode = CertifiedTranslator._decode_needed_rows
-
-    def counted(self, batch, strategy):
-        loops.append(len(batch["srclen"]))
-        return decode(self, batch, strategy)
-
-    monkeypatch.setattr(CertifiedTranslator, "_decode_needed_rows", counted)
     outputs = {}
     for name, more in [("quiet", []), ("stats", ["-stats_file", str(tmp_path / "records.jsonl")]),
                        ("batch1", ["-batch_size", "1"]), ("asked", ["-batch_size", "1", "-prune_dead"])]:
-        loops.clear()
-        monkeypatch.setattr(sys, "argv", [
-            "onmt_translate", "-model", str(rnn), "-src", str(src), "-output", str(tmp_path / name), "-beam_size", "5",
-            "-batch_size", "16", "-length_penalty", "none", "-max_length_ratio", "0", "-stopping", "optimal",
-            "-with_score", "-log_file", str(tmp_path / "log"), *more])
-        main()
-        outputs[name] = ((tmp_path / name).read_bytes(), list(loops))
+        argv = [sys.executable, "-c", COUNTING, str(tmp_path / f"{name}.json"), "-model", str(rnn), "-src", str(src),
+                "-output", str(tmp_path / name), "-beam_size", "5", "-batch_size", "16", "-length_penalty", "none",
+                "-max_length_ratio", "0", "-stopping", "optimal", "-with_score", "-log_file", str(tmp_path / "log"),
+                *more]
+        done = subprocess.run(argv, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        outputs[name] = ((tmp_path / name).read_bytes(), json.loads((tmp_path / f"{name}.json").read_text()))
     assert outputs["quiet"][1] == [16, 16, 8] and outputs["stats"][1] == outputs["batch1"][1] == []
     assert outputs["asked"][1] == [1] * 40  # -prune_dead: every batch, one sentence or many
     # (a batch's size changes its products' last bits, in stock's decode too: compare within a size)
