@@ -21,7 +21,7 @@ the table); the Ray flags' combinations are ``distributed.options``'s.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING
 
 from onmt_optimal import file_checks
@@ -96,11 +96,17 @@ class Options:
     beam_of_one: bool = True
     #: skip the dead rows where the search and the toolkit's decode loop allow (``-prune_dead``: ``search.dead``);
     #: every record then has ``rows_skipped`` (``search.record``). None (``onmt_translate`` and ``onmt_server``
-    #: without ``-prune_dead``): where no record is shown (``opennmt.translator.CertifiedTranslator._prunes``)
+    #: without ``-prune_dead``): where no record is shown (``opennmt.translator.CertifiedTranslator._prunes``,
+    #: ``records_read``)
     prune_dead: bool | None = False
 
     def __post_init__(self):
         object.__setattr__(self, "rules", tuple(Rule(*rule) for rule in self.rules))  # (scoring, stopping) pairs
+
+    def records_read(self) -> "Options":
+        """This search where its records are read though it writes no statistics file (a server's answers, the
+        file a Ray driver writes): unasked, it skips no dead row, so its records are the unpruned decode's."""
+        return self if self.prune_dead is not None else replace(self, prune_dead=False)
 
     @property
     def stock(self) -> bool:

@@ -52,10 +52,9 @@ class TranslateWorker:
             self.engine = InferenceEnginePY(opt)
         translator = self.engine.translator
         search = translator.search
-        # records are collected (``_stats``) and sent back, not written here: they make the driver's statistics
-        # file, so unasked the dead rows are skipped only where the driver writes none (``translator._prunes``)
-        self._search = None if search is None else replace(search, stats_file=None, prune_dead=(
-            search.prune_dead if search.prune_dead is not None or not search.stats_file else False))
+        # records are collected (``_stats``) and sent back, not written here: the driver's statistics file
+        self._search = None if search is None else replace(search.records_read() if search.stats_file else search,
+                                                           stats_file=None)
         self._totals = None
 
         def report(name, score_total, nb_sentences):  # stock's closing lines: the driver writes them

@@ -3,7 +3,6 @@ and repairs over the shared serving layer (``onmt_optimal.serving``), one replac
 why each, and what it refuses: docs/serving.md, "onmt_server". With none of our options it is stock's server."""
 from __future__ import annotations
 
-import dataclasses
 import errno
 import functools
 import importlib
@@ -160,8 +159,8 @@ def _load(load, self, *args, **kwargs):
     load(self, *args, **kwargs)
     translator = self.translator
     search = getattr(translator, "search", None)
-    if search is not None and search.prune_dead is None:  # each answer carries its records: pruned where asked
-        search = translator.search = dataclasses.replace(search, prune_dead=False)
+    if search is not None:  # each answer carries its records
+        search = translator.search = search.records_read()
     if search is not None and search.stats_file:
         translator.stats_log = serving.StatsLog(serving.open_stats(search.stats_file), self.model_id)
     if search is not None and not search.stock:

@@ -138,19 +138,18 @@ def client_problem(opt: dict, model=None) -> str | None:
             return str(err)
     if model is None:
         return None
-    defaults = {name: parser()._option_string_actions[f"-{name}"].default for name in (*serving.SIZES, "batch_type")}
-    return serving.size_problem(_asked_sizes(opt, defaults), model,
-                                'the model\'s "opt" in the server\'s config', defaults)
+    actions = {name: parser()._option_string_actions[f"-{name}"] for name in (*serving.SIZES, "batch_type")}
+    return serving.size_problem(_asked_sizes(opt, actions), model, 'the model\'s "opt" in the server\'s config',
+                                {name: action.default for name, action in actions.items()})
 
 
-def _asked_sizes(opt: dict, defaults: dict) -> dict:
-    """The sizes (``serving.SIZES``, ``batch_type``) a client's ``"opt"`` asks, as the parser reads them: the
+def _asked_sizes(opt: dict, actions: dict) -> dict:
+    """The sizes (``actions``: the parser's, by name) a client's ``"opt"`` asks, as the parser reads them: the
     default where one is not named, None where the parser will refuse the value."""
     asked = {}
-    for name, default in defaults.items():
+    for name, action in actions.items():
         try:
-            asked[name] = (parser()._option_string_actions[f"-{name}"].type or str)(str(opt[name])) \
-                if name in opt else default
+            asked[name] = (action.type or str)(str(opt[name])) if name in opt else action.default
         except (TypeError, ValueError):
             asked[name] = None
     return asked
