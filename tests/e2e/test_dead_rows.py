@@ -172,3 +172,32 @@ def test_a_transformers_caches_from_the_previous_batch_are_left_alone(our_worker
             "-max_length", "100"]
     differ, skipped = _compare(our_worker, shipped / "model.pt", src, tmp_path, args)
     assert skipped > 0
+
+
+def test_onmt_server_decodes_every_row_without_a_statistics_file(our_worker, rnn, src, tmp_path):
+    """A served model's answers carry its records (``serving.FIELD``), so ``onmt_server`` skips no dead row unasked,
+    statistics file or not (``Options.records_read``): each answer's record is that of ``onmt_translate`` with a
+    statistics file, ``completed`` (completed hypotheses seen) included, where the pruned decode's differs."""
+    from helpers import onmt_server
+
+    opt = {"beam_size": 5, "batch_size": 16, "length_penalty": "none", "max_length_ratio": 0, "stopping": "optimal"}
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "model.pt").symlink_to(rnn)
+    conf = onmt_server.write_config(tmp_path / "root", onmt_server.entry(1, opt))
+    lines = Path(src).read_text(encoding="utf-8").splitlines()
+    served = onmt_server.start(conf, tmp_path / "server.log", cwd=tmp_path)
+    try:
+        answer = served.post(f"{onmt_server.ROOT}/translate", [{"id": 1, "src": line} for line in lines])
+    finally:
+        served.stop()
+    assert answer.status == 200, answer.body
+    got = [item["onmt_optimal"] for item in answer.body[0]]
+    # stock's server decodes a request's lines in one batch, whatever the model's batch_size
+    args = ["-stopping", "optimal", "-beam_size", "5", "-batch_size", str(len(lines))]
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "pruned").mkdir()
+    _, every_row = _decode(our_worker, rnn, src, tmp_path / "plain", args)
+    _, pruned_rows = _decode(our_worker, rnn, src, tmp_path / "pruned", [*args, "-prune_dead"])
+    assert [item["tgt"] for item in answer.body[0]] == (tmp_path / "plain" / "hyp").read_text().splitlines()
+    assert got == every_row  # no ``rows_skipped``, every float equal
+    assert [r["completed"] for r in got] != [r["completed"] for r in pruned_rows]  # (the test could fail)
