@@ -5,7 +5,7 @@ A file written at the end goes beside its target and is renamed onto it (``atomi
 a new file (tried, not inferred from permission bits: ``check_writable``); a file a server appends to must be a
 regular file (``check_appended``). Files are compared by identity, never by name (``same_file``: device and
 inode, links followed, ``/proc/self/root/...`` and ``a/../b`` included), so that no run writes over a file it
-reads or over another it writes (``check_distinct``).
+reads or over another it writes (``check_distinct``, ``check_apart``).
 """
 from __future__ import annotations
 
@@ -130,14 +130,24 @@ def check_distinct(reads, writes) -> None:
     path may be None or empty: not given)."""
     written = [(flag, path) for flag, path in writes if path and isinstance(path, str)]
     for i, (flag, path) in enumerate(written):
-        for other_flag, other in written[:i]:
-            if same_file(path, other):
-                raise OptionError(f"{flag} {path} and {other_flag} {other} are the same file: one would overwrite "
-                                  f"the other; name two different files")
-        for read_flag, read in reads:
-            if read and isinstance(read, str) and same_file(path, read):
-                raise OptionError(f"{flag} {path} is the {read_flag} file, which the run reads: writing it would "
-                                  f"destroy that input; name another file")
+        check_apart(flag, path, writes=written[:i], run=True)
+        check_apart(flag, path, [(f"the {f} file", read) for f, read in reads if read and isinstance(read, str)],
+                    run=True)
+
+
+def check_apart(flag: str, path: str, reads=(), writes=(), prefix: str = "", run: bool = False) -> None:
+    """``path``, written under ``flag``, is none of ``reads`` (``(whose, path)``: files read) nor of ``writes``
+    (``(flag, path)``: other files written), by identity (``same_file``); else ``OptionError``, one line, in a
+    run's words (``run``: the file read named by its flag) or a server's (by its flag and path)."""
+    for whose, read in reads:
+        if same_file(path, read):
+            said = (f"{whose}, which the run reads: writing it would destroy that input" if run else
+                    f"{whose} {read}, which the server reads: writing it would destroy it")
+            raise OptionError(f"{prefix}{flag} {path} is {said}; name another file")
+    for whose, other in writes:
+        if same_file(path, other):
+            raise OptionError(f"{prefix}{flag} {path} and {whose} {other} are the same file: one would "
+                              f"{'overwrite' if run else 'write into'} the other; name two different files")
 
 
 def same_file(a: str, b: str) -> bool:

@@ -54,6 +54,19 @@ def mark(thing):
     return thing
 
 
+def around(original):
+    """A decorator: ``replacement(original, *args)`` in ``original``'s place (its name and docstring), ``mark``ed:
+    how a patch wraps a toolkit's function, the patches of the commands' repairs and the servers' alike."""
+    import functools
+
+    def make(replacement):
+        @functools.wraps(original)
+        def replaced(*args, **kwargs):
+            return replacement(original, *args, **kwargs)
+        return mark(replaced)
+    return make
+
+
 class _PatchingLoader:
     """The toolkit's own loader, with the adapter's patch function run right after the module executes."""
 

@@ -160,8 +160,9 @@ def config_errors(stock_build, cls, args, given):
                                   "field that its PredictConfig lacks); use fp32, fp16 or bf16") from None
 
 
-def invalid(err, ours) -> str:
-    """One line for a pydantic ``ValidationError`` about the options (``ours``: our fields' names)."""
+def invalid(err, ours=(), unknown: str = "") -> str:
+    """One line for a pydantic ``ValidationError`` about the options (``ours``: our fields' names; ``unknown``:
+    where an unknown key was found, the command's config or line by default)."""
     errors = err.errors()
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     if not errors:
@@ -170,6 +171,7 @@ def invalid(err, ours) -> str:
     loc = e.get("loc") or ()
     key = ".".join(str(part) for part in loc) or "config"
     if e.get("type") == "extra_forbidden":
-        return f"unknown option {key!r} (from -config or the command line; {PROG} -h lists the options){more}"
+        where = unknown or f"(from -config or the command line; {PROG} -h lists the options)"
+        return f"unknown option {key!r} {where}{more}"
     whose = " (onmt-optimal)" if loc and loc[0] in ours else ""
     return f"-{key}{whose}: {e['msg']} (got {e.get('input')!r}){more}"

@@ -16,7 +16,7 @@ import argparse
 import functools
 import sys
 
-from onmt_optimal.import_hook import mark, ours
+from onmt_optimal.import_hook import around, mark, ours
 
 PROG = "onmt_translate"
 
@@ -66,17 +66,14 @@ def a_source_not_utf8_is_one_line() -> None:
     import onmt.inputters.text_corpus
 
     corpus = onmt.inputters.text_corpus.ParallelCorpus
-    if ours(corpus.load):
-        return
-    load = corpus.load
+    if not ours(corpus.load):
+        corpus.load = around(corpus.load)(_load_checked)
 
-    @functools.wraps(load)
-    def load_checked(self, *args, **kwargs):
-        from onmt_optimal.adapter import source
 
-        return source.checked(load)(self, *args, **kwargs)
+def _load_checked(load, self, *args, **kwargs):
+    from onmt_optimal.adapter import source
 
-    corpus.load = mark(load_checked)
+    return source.checked(load)(self, *args, **kwargs)
 
 
 def a_bad_checkpoint_is_one_line() -> None:
@@ -117,17 +114,14 @@ def every_fault_is_one_line() -> None:
     stderr and a non-zero exit instead (``failures.run``)."""
     import onmt.bin.translate as cli
 
-    if ours(cli.main):
-        return
-    stock_main = cli.main
+    if not ours(cli.main):
+        cli.main = around(cli.main)(_one_line_main)
 
-    @functools.wraps(stock_main)
-    def main():
-        from onmt_optimal import failures
 
-        return failures.run(PROG, stock_main, _describe)
+def _one_line_main(stock_main):
+    from onmt_optimal import failures
 
-    cli.main = mark(main)
+    return failures.run(PROG, stock_main, _describe)
 
 
 def _describe(err: Exception) -> str | None:
