@@ -6,7 +6,6 @@ import contextlib
 import contextvars
 import errno
 import fcntl
-import functools
 import itertools
 import json
 import logging
@@ -19,10 +18,9 @@ import sys
 import threading
 import time
 
-from onmt_optimal import atomic, failures, file_checks
+from onmt_optimal import atomic, failures
 from onmt_optimal.adapter import lines
 from onmt_optimal.errors import Fault, OptionError
-from onmt_optimal.import_hook import mark
 
 #: the HTTP header that carries a request's id, both ways; the longest client id kept
 HEADER, MAX_ID = "X-Request-Id", 128
@@ -32,19 +30,9 @@ FIELD = "onmt_optimal"
 STOPPING = {signal.SIGTERM: "terminated (SIGTERM)", signal.SIGINT: "interrupted (Ctrl-C)"}
 
 
-def around(original):
-    """A decorator: ``replacement(original, *args)`` in ``original``'s place (its name and docstring), marked ours."""
-    def make(replacement):
-        @functools.wraps(original)
-        def replaced(*args, **kwargs):
-            return replacement(original, *args, **kwargs)
-        return mark(replaced)
-    return make
-
-
 class Request:
-    """The request being answered: its ``id``, whether its records were written (``used``), its answer's
-    statistics (``stats``) or their parts (docs/serving.md, "Requests and their ids")."""
+    """The request being answered: its ``id``, ``used``, ``stats`` and their parts (docs/serving.md, "Requests
+    and their ids")."""
 
     def __init__(self, given: str | None = None):
         ok = isinstance(given, str) and 0 < len(given) <= MAX_ID and given.isascii() and given.isprintable()
@@ -88,10 +76,7 @@ SIZES = ("beam_size", "n_best", "max_length", "max_length_ratio", "batch_size")
 
 
 def size_problem(asked: dict, model, where: str, defaults: dict) -> str | None:
-    """Why the sizes a client asks (``asked``, by name) are refused, in one line, or None: each at most ``model``'s
-    (its attribute) or the toolkit's default (``defaults``: what a client naming none asks, no denial of service),
-    a ``max_length_ratio`` of 0 or less capping nothing; a batch within either (``_batch_within``). ``where``: where
-    the operator sets the limits."""
+    """Why the sizes ``asked`` are refused (above ``model``'s and the ``defaults``), in one line, or None."""
     said = f": a client may lower a size, not raise it; the operator sets the limit in {where}"
     model = {name: getattr(model, name, None) for name in (*SIZES, "batch_type")}
     for name in SIZES[:-1]:
@@ -105,14 +90,13 @@ def size_problem(asked: dict, model, where: str, defaults: dict) -> str | None:
             also = f" and the default {default}" if work[2] > work[1] else ""
             return f"{name} {value}{uncapped} is more than the model's {limit}{also}{said}"
     if asked.get("batch_size") is not None and not (_batch_within(asked, model) or _batch_within(asked, defaults)):
-        batch = [f"{sizes.get('batch_size')} {sizes.get('batch_type') or 'sents'}" for sizes in (asked, model, defaults)]
+        batch = [f"{s.get('batch_size')} {s.get('batch_type') or 'sents'}" for s in (asked, model, defaults)]
         return f"batch_size {batch[0]} is more than the model's {batch[1]} and the default {batch[2]}{said}"
     return None
 
 
 def _batch_within(asked: dict, limit: dict) -> bool:
-    """Is the batch ``asked`` within ``limit``'s (none: yes): no larger, of the same unit or of tokens against
-    sentences (N tokens hold at most N sentences); sentences have no bound in tokens."""
+    """Is the batch ``asked`` within ``limit``'s (none: yes): N tokens hold at most N sentences, not the reverse."""
     if limit.get("batch_size") is None:
         return True
     kinds = (asked.get("batch_type") or "sents", limit.get("batch_type") or "sents")
@@ -120,8 +104,7 @@ def _batch_within(asked: dict, limit: dict) -> bool:
 
 
 class StatsLog:
-    """Where a served model appends each request's records: the file opened at start-up (``handle``, a
-    ``StatsFile``) and the model's id (``model``)."""
+    """Where a served model appends each request's records: its statistics file (``handle``) and id (``model``)."""
 
     def __init__(self, handle: "StatsFile", model):
         self.handle, self.model = handle, model
@@ -140,17 +123,16 @@ class StatsLog:
 
 
 class StatsFile:
-    """A statistics file opened once, at start-up, and appended whole records at a time (docs/serving.md, "The
-    statistics file")."""
+    """A statistics file opened once, appended whole records at a time (docs/serving.md, "The statistics file")."""
 
-    def __init__(self, fd: int, path: str, flag: str, readable: bool):
-        self.fd, self.path, self.flag, self.readable = fd, path, flag, readable
+    def __init__(self, fd: int, readable: bool, path: str, flag: str):
+        self.fd, self.readable, self.path, self.flag = fd, readable, path, flag
         st = os.fstat(fd)
         self.regular, self.key = stat.S_ISREG(st.st_mode), ("inode", st.st_dev, st.st_ino)
 
     @classmethod
     def open(cls, path: str, flag: str = "-stats_file") -> "StatsFile":
-        """``path`` opened for appending (created if need be), or ``OptionError``: a link, a FIFO, a device..."""
+        """``path`` opened to append (created if need be), no link followed; else ``OptionError``, one line."""
         flags = os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
         try:
             try:  # read and write (to see whether the last record was cut short), or write alone
@@ -171,17 +153,20 @@ class StatsFile:
         if problem is not None:
             os.close(fd)
             raise OptionError(f"{flag} {path} {problem}")
-        return cls(fd, path, flag, readable)
+        return cls(fd, readable, path, flag)
 
     def append(self, text: str) -> None:
         """``text`` added at the end of the file under ``flock``, on a line of its own, in one write, synced; or,
-        the write failed, nothing added at all (``atomic.OutputError``)."""
-        data, regular = text.encode("utf-8"), self.regular
-        with _lock(self.key):
-            if regular:
-                fcntl.flock(self.fd, fcntl.LOCK_EX)
+        the write failed, nothing added at all (``atomic.OutputError``). Nothing is written to ``/dev/null``."""
+        if not self.regular:
+            return
+        data = text.encode("utf-8")
+        with _LOCKS_GUARD:
+            lock = _LOCKS.setdefault(self.key, threading.Lock())
+        with lock:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
             try:
-                end = os.fstat(self.fd).st_size if regular else 0
+                end = os.fstat(self.fd).st_size
                 if end and self.readable:
                     with contextlib.suppress(OSError):
                         if os.pread(self.fd, 1, end - 1) != b"\n":
@@ -190,16 +175,13 @@ class StatsFile:
                     view = memoryview(data)
                     while view:
                         view = view[os.write(self.fd, view):]
-                    if regular:
-                        os.fsync(self.fd)
+                    os.fsync(self.fd)
                 except OSError as err:
-                    if regular:
-                        os.ftruncate(self.fd, end)  # the file as it was: whole records only
+                    os.ftruncate(self.fd, end)  # the file as it was: whole records only
                     raise atomic.OutputError(f"{self.flag} {self.path}: cannot append to it ({_reason(err)}); "
                                              f"earlier records were kept, this request's were not written") from None
             finally:
-                if regular:
-                    fcntl.flock(self.fd, fcntl.LOCK_UN)
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -212,8 +194,7 @@ OPENED: dict = {}
 
 
 def open_stats(path: str) -> StatsFile:
-    """The statistics file at ``path``, opened once, at start-up, and shared by every model naming it (by any
-    spelling: one handle per file)."""
+    """The statistics file at ``path``, opened once and shared by every model naming it (one handle per file)."""
     if path not in OPENED:
         handle = StatsFile.open(path)
         same = next((h for h in OPENED.values() if h.key == handle.key), None)
@@ -228,14 +209,8 @@ _LOCKS: dict = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-def _lock(key: tuple) -> threading.Lock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(key, threading.Lock())
-
-
 def quiesce(timeout: float = 10.0) -> None:
-    """Every append in flight finished and none begun after (the locks taken and kept), and the logging
-    handlers' locks too, within ``timeout`` seconds in all."""
+    """Appends in flight and log lines finished, none begun after (the locks kept), within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     if not _LOCKS_GUARD.acquire(timeout=timeout):
         return
@@ -247,19 +222,6 @@ def quiesce(timeout: float = 10.0) -> None:
 
 def _reason(err: OSError) -> str:
     return err.strerror or type(err).__name__
-
-
-def check_apart(flag: str, path: str, reads=(), writes=(), prefix: str = "") -> None:
-    """``path``, written under ``flag``, is none of ``reads`` (``(whose, path)``: files the server reads) nor of
-    ``writes`` (files it writes otherwise), by identity; else ``OptionError``, one line."""
-    for whose, read in reads:
-        if file_checks.same_file(path, read):
-            raise OptionError(f"{prefix}{flag} {path} is {whose} {read}, which the server reads: writing it would "
-                              f"destroy it; name another file")
-    for whose, other in writes:
-        if file_checks.same_file(path, other):
-            raise OptionError(f"{prefix}{flag} {path} and {whose} {other} are the same file: one would write into "
-                              f"the other; name two different files")
 
 
 def port_problem(host, port) -> str | None:
@@ -295,8 +257,7 @@ def started(prog: str, host, port, config, start):
 
 
 def stop_on_signals(prog: str | None = None, interrupted: int | None = None, if_ignored: bool = False) -> dict:
-    """SIGTERM and SIGINT end the process once ``quiesce``d (docs/serving.md, "The port, the refusals, the stop");
-    returns the handlers replaced."""
+    """SIGTERM and SIGINT end the process once ``quiesce``d (docs/serving.md); returns the handlers replaced."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     return {signum: signal.signal(signum, lambda signum, frame: _stop(prog, interrupted, signum))

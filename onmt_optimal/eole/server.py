@@ -1,6 +1,5 @@
-"""eole's inference server (``eole serve``) with the plugin's options in a model's ``config``: its seams and
-repairs over the shared serving layer (``onmt_optimal.serving``), each patch once its eole module has executed
-(``hook``); why each, and what it refuses: docs/serving.md, "eole serve"."""
+"""eole's inference server (``eole serve``) with our options in a model's ``config``: its seams and repairs over
+``serving``, each patch once its eole module has executed (``hook``); why each: docs/serving.md, "eole serve"."""
 from __future__ import annotations
 
 import asyncio
@@ -15,11 +14,10 @@ import sys
 import yaml
 
 from onmt_optimal import file_checks, serving
-from onmt_optimal.eole import files, options
+from onmt_optimal.eole import files, options, repairs
 from onmt_optimal.eole.options import FIELDS
 from onmt_optimal.errors import OptionError
-from onmt_optimal.import_hook import mark, ours
-from onmt_optimal.serving import around
+from onmt_optimal.import_hook import around, mark, ours
 
 PROG = "eole serve"
 #: the request setting that carries a request's id to the predictor (``translator.Certified``'s attribute)
@@ -55,8 +53,7 @@ def patch_server_model() -> None:
 
 
 def _get_config(get_config, self):
-    """``Model.get_config`` that checks our options as ``eole predict`` does, where the model sets any; its
-    faults one-line ``OptionError``s naming the model."""
+    """``Model.get_config`` checking our options as ``eole predict`` does; faults one line naming the model."""
     if not _ours_in(self.pre_config):
         return get_config(self)
     from pydantic import ValidationError
@@ -70,29 +67,16 @@ def _get_config(get_config, self):
         if self.config.stats_file:
             _check_stats_file(self.config, self.model_id)
     except ValidationError as err:
-        raise options.OptionError(f"model {self.model_id}: {_invalid(err)}") from None
+        raise options.OptionError(f"model {self.model_id}: {repairs.invalid(err, unknown='in its config')}") from None
     except options.OptionError as err:
         raise type(err)(f"model {self.model_id}: {err}") from None
 
 
-def _invalid(err) -> str:
-    """One line for pydantic's ``ValidationError`` about a model's config."""
-    errors = err.errors()
-    if not errors:
-        return str(err).splitlines()[0]
-    first = errors[0]
-    key = ".".join(str(part) for part in first.get("loc") or ()) or "config"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    if first.get("type") == "extra_forbidden":
-        return f"unknown option {key!r} in its config{more}"
-    return f"-{key}: {first['msg']} (got {first.get('input')!r}){more}"
-
-
-def _check_stats_file(config, model_id=None) -> None:
+def _check_stats_file(config, model_id) -> None:
     """``config.stats_file`` made absolute, checked (docs/serving.md, "eole serve") and opened, once per model."""
     given = config.stats_file
     config.stats_file = path = os.path.abspath(given)
-    if model_id is not None and (model_id, path) in _CHECKED and path in serving.OPENED:
+    if (model_id, path) in _CHECKED and path in serving.OPENED:
         return
     file_checks.check_writable("-stats_file", path + os.sep if given.endswith(os.sep) else path)  # a directory
     mode = os.stat(path).st_mode if os.path.exists(path) else stat.S_IFREG
@@ -107,11 +91,10 @@ def _check_stats_file(config, model_id=None) -> None:
             what = "directory" if member == "." else f"file {member} of the model directory"
             raise OptionError(f"-stats_file {path} is model {site_id}'s {what} {directory}, which the server "
                               f"reads: writing it would destroy it; name another file")
-        serving.check_apart("-stats_file", path, [(f"model {site_id}'s {what}", read) for what, read in reads],
-                            [(f"model {site_id}'s {flag}", written) for flag, written in writes])
+        file_checks.check_apart("-stats_file", path, [(f"model {site_id}'s {what}", read) for what, read in reads],
+                                [(f"model {site_id}'s {flag}", written) for flag, written in writes])
     serving.open_stats(path)
-    if model_id is not None:
-        _CHECKED.add((model_id, path))
+    _CHECKED.add((model_id, path))
 
 
 def _site(server_config_path) -> list:
@@ -138,8 +121,7 @@ def _site(server_config_path) -> list:
 
 
 def _checked_start(start, self, server_config_path):
-    """``Server.start`` that reads every model's files first (``_SITE``), checks at start-up every local model
-    setting our options that stock did not load then, and answers an unknown model 400 (``Models``)."""
+    """``Server.start``: every model's files read first (``_SITE``), our models checked, ``Models`` for 400s."""
     is_path = isinstance(server_config_path, str)
     _server_config[0] = os.path.abspath(server_config_path) if is_path else None
     _SITE[:] = _site(server_config_path) if is_path else []
@@ -181,87 +163,61 @@ def _load(load, self):
 
 
 def _per_request(infer_async):
-    """``Model.infer_async`` that refuses a bad request (400, one line) before any decode and, under our search,
-    decodes it on its own under its id (``REQUEST_SETTING``), its records into its answer (docs/serving.md)."""
+    """``Model.infer_async``: a bad request refused (400), ours decoded alone under its id (docs/serving.md)."""
 
     @functools.wraps(infer_async)
     async def infer(self, inputs, settings=None, is_chat=False):
-        settings = {} if settings is None else settings
-        problem = _input_problem(self, inputs, settings)
-        if problem is None:
-            if not self.loaded:
-                self.load()  # as stock's first step: its config holds the limits, its predictor the settings
-            problem = size_problem(self, settings) or request_problem(self, settings)
-        if problem is not None:
-            from fastapi import HTTPException
+        from fastapi import HTTPException
 
-            raise HTTPException(status_code=400, detail=problem)
+        settings = {} if settings is None else settings
+        problem = request_problem(self, inputs, settings)
+        if problem is not None:
+            raise HTTPException(status_code=400, detail=f"model {self.model_id}: {problem}")
         predictor = getattr(self.engine, "predictor", None)
         search = getattr(predictor, "search", None)
-        if search is None or search.stock:
-            return await _unless_stopped(self, infer_async(self, inputs, settings=settings, is_chat=is_chat))
-        request = serving.CURRENT.get() or serving.Request()
-        request.used = request.used or bool(search.stats_file)
-        result = await _unless_stopped(self, infer_async(self, inputs, is_chat=is_chat,
-                                                         settings={**settings, REQUEST_SETTING: request.id}))
-        records = predictor.served_records.pop(request.id, None)
-        if records is not None:
-            request.stats = records
+        request = None if search is None or search.stock else serving.CURRENT.get() or serving.Request()
+        if request is not None:
+            request.used = request.used or bool(search.stats_file)
+            settings = {**settings, REQUEST_SETTING: request.id}
+        try:
+            result = await infer_async(self, inputs, settings=settings, is_chat=is_chat)
+        except asyncio.CancelledError:  # the server stops: 503 and one line, not a 500
+            raise HTTPException(status_code=503, detail=f"model {self.model_id}: the server is stopping; this "
+                                                        f"request was not answered") from None
+        if request is not None:
+            request.stats = predictor.served_records.pop(request.id, request.stats)
         return result
 
     return mark(infer)
 
 
-async def _unless_stopped(model, decode):
-    """``decode`` awaited; cancelled as the server stops, it is answered 503 and one line instead of a 500."""
-    try:
-        return await decode
-    except asyncio.CancelledError:
-        from fastapi import HTTPException
-
-        raise HTTPException(status_code=503, detail=f"model {model.model_id}: the server is stopping; this "
-                                                    f"request was not answered") from None
-
-
-def _input_problem(model, inputs, settings: dict) -> str | None:
-    """One line on a request that has no input, or whose settings name a file (``FILE_SETTINGS``), or None."""
+def request_problem(model, inputs, settings: dict) -> str | None:
+    """One line on what a request asks that is refused before any decode (docs/serving.md, "eole serve")."""
     if isinstance(inputs, (list, tuple)) and not inputs:
-        return f"model {model.model_id}: the request has no input (an empty list): give at least one"
+        return "the request has no input (an empty list): give at least one"
     for name in FILE_SETTINGS:
         value = settings.get(name)
         if value and value != model.pre_config.get(name):
-            return (f"model {model.model_id}: {name} names a file ({value!r}): a request cannot choose one; the "
-                    f"server reads and writes only the files of its YAML")
-    return None
-
-
-def size_problem(model, settings: dict) -> str | None:
-    """One line on a size of the request's ``settings`` above the model's config and eole's default, which
-    ``/infer`` asks for the sizes a request names none of (``serving.size_problem``), or None."""
+            return (f"{name} names a file ({value!r}): a request cannot choose one; the server reads and writes "
+                    f"only the files of its YAML")
+    if not model.loaded:
+        model.load()  # as stock's first step: its config holds the limits, its predictor the settings
     fields = type(model.config).model_fields
     defaults = {name: fields[name].default for name in (*serving.SIZES, "batch_type") if name in fields}
     problem = serving.size_problem(settings, model.config, "the model's config in the server's YAML", defaults)
-    return None if problem is None else f"model {model.model_id}: {problem}"
-
-
-def request_problem(model, settings: dict) -> str | None:
-    """One line on what the request's ``settings`` (those the predictor applies over the model's config) ask that
-    the search of a model setting our options cannot do, checked as ``eole predict`` checks a config, or None."""
-    predictor, config = getattr(model.engine, "predictor", None), getattr(model, "config", None)
-    if predictor is None or config is None or not _ours_in(model.pre_config):
-        return None
-    fields = type(config).model_fields
+    predictor = getattr(model.engine, "predictor", None)
+    if problem is not None or predictor is None or not _ours_in(model.pre_config):
+        return problem
     applied = {k: v for k, v in settings.items() if k in fields and hasattr(predictor, k)}
     try:
-        options.validate(*options.read_parsed(config.model_copy(update=applied)), run=False)
+        options.validate(*options.read_parsed(model.config.model_copy(update=applied)), run=False)
     except options.OptionError as err:
-        return f"model {model.model_id}: {err}"
+        return str(err)
     return None
 
 
 class RequestIds:
-    """ASGI middleware: each HTTP request a ``serving.Request``; its id back where its records were written, and a
-    200 answer of ``/infer`` decoded with our search with its records; any other answer as it is."""
+    """ASGI middleware: a ``serving.Request`` per request; its id, and its records in a 200 ``/infer`` answer."""
 
     def __init__(self, app):
         self.app = app
@@ -286,30 +242,22 @@ class RequestIds:
                 held.append(message)
                 if message.get("more_body"):
                     return
-                start, message = _with_stats(held, request.stats)
+                start, parts = held[0], held[1:]
+                body = {**json.loads(b"".join(part.get("body", b"") for part in parts)), serving.FIELD: request.stats}
+                data = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+                length = str(len(data)).encode("latin-1")
+                await send({**start, "headers": [(name, length if name.lower() == b"content-length" else value)
+                                                  for name, value in start.get("headers", ())]})
                 held.clear()
-                await send(start)
+                message = {"type": "http.response.body", "body": data, "more_body": False}
             await send(message)
 
         with serving.answering(given.decode("latin-1") if given is not None else None) as request:
             await self.app(scope, receive, send_with_id)
 
 
-def _with_stats(held: list, stats: list) -> tuple:
-    """The answer's start and body messages (``held``) with ``serving.FIELD`` added to its JSON object, as FastAPI
-    writes it (compact, UTF-8), its ``content-length`` updated."""
-    start, parts = held[0], held[1:]
-    body = json.loads(b"".join(part.get("body", b"") for part in parts))
-    body[serving.FIELD] = stats
-    data = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
-    headers = [(name, str(len(data)).encode("latin-1") if name.lower() == b"content-length" else value)
-               for name, value in start.get("headers", ())]
-    return {**start, "headers": headers}, {"type": "http.response.body", "body": data, "more_body": False}
-
-
 def patch_server_app() -> None:
-    """``eole.server.app``: ``create_app`` adds ``RequestIds`` and answers a request naming one of our options
-    400 and one line (``own_option_answer``); its from-import copy in ``eole.bin.run.serve`` too."""
+    """``eole.server.app.create_app`` (and its copy in ``eole.bin.run.serve``): ``RequestIds``, 400s."""
     module = importlib.import_module("eole.server.app")
     if ours(module.create_app):
         return
@@ -330,8 +278,7 @@ def _create_app(create_app, config_file):
 
 
 async def own_option_answer(request, exc):
-    """FastAPI's answer to a body its schema refuses: stock's (422), but 400 and one line where it names one of
-    our options, a model's, which no request sets."""
+    """Stock's 422 for a body its schema refuses, but 400 and one line where it names one of our options."""
     from fastapi.exception_handlers import request_validation_exception_handler
     from fastapi.responses import JSONResponse
 
@@ -347,8 +294,7 @@ async def own_option_answer(request, exc):
 
 
 def patch_serve_command() -> None:
-    """Repair ``eole.bin.run.serve.Serve.run``: the port first, a refused option in one line, and SIGTERM and
-    SIGINT stop it within ``GRACE`` seconds (docs/serving.md, "The stop")."""
+    """Repair ``eole.bin.run.serve.Serve.run``: the port first, one-line refusals, stop within ``GRACE``."""
     module = importlib.import_module("eole.bin.run.serve")
     if ours(module.Serve.run):
         return

@@ -1,15 +1,12 @@
-"""OpenNMT-py's translation server (``onmt_server``) with the plugin's options in a model's ``"opt"``: its seams
-and repairs over the shared serving layer (``onmt_optimal.serving``), one replaced attribute per function below;
-why each, and what it refuses: docs/serving.md, "onmt_server". With none of our options it is stock's server."""
+"""OpenNMT-py's ``onmt_server`` with our options in a model's ``"opt"``: its seams and repairs over ``serving``, one
+replaced attribute per function; why each: docs/serving.md, "onmt_server". Without our options, stock's server."""
 from __future__ import annotations
 
-import errno
 import functools
 import importlib
 import inspect
 import logging
 import os
-import stat
 import sys
 from logging.handlers import RotatingFileHandler
 
@@ -17,11 +14,10 @@ from onmt_optimal import file_checks, serving
 from onmt_optimal.adapter import lines
 from onmt_optimal.errors import OptionError, OptionTypeError
 from onmt_optimal.flags import Flags
-from onmt_optimal.import_hook import mark, ours
+from onmt_optimal.import_hook import around, mark, ours
 from onmt_optimal.opennmt.server_files import by_dest, check_config, check_opt, check_written, client_problem
 from onmt_optimal.option_table import OPENNMT, taken_by
 from onmt_optimal.options import Settings, validate_sizes
-from onmt_optimal.serving import around
 
 PROG = "onmt_server"
 #: our switches: JSON true turns one on, false leaves it off
@@ -85,31 +81,22 @@ def _no_link_logger(init_logger, log_file=None, log_file_level=0, rotate=False, 
 
 
 class NoLinkRotatingFileHandler(RotatingFileHandler):
-    """Opens its file with ``O_NOFOLLOW``; one that is not a regular file of its own is refused in one line."""
+    """Opens its file as the statistics file is opened (``serving.StatsFile.open``): no link followed."""
 
     def _open(self):
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
-        try:
-            fd = os.open(self.baseFilename, flags, 0o666)
-        except OSError as err:
-            link = " (a symbolic link)" if err.errno == errno.ELOOP else ""
-            raise OptionError(f"-log_file {self.baseFilename} cannot be opened{link}: {err.strerror or err}") from None
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
-            os.close(fd)
-            raise OptionError(f"-log_file {self.baseFilename} is not a regular file of its own (a link, a FIFO "
-                              f"or a device): the server follows no link")
+        fd = serving.StatsFile.open(self.baseFilename, "-log_file").fd
         return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
 
 
 def _parse(parse_opt, self, opt):
-    """Seam ``ServerModel.parse_opt``: keys by the options' names, our switches true or false, sizes and written
-    files checked, ``stats_file`` joined to the model's root and opened once (docs/serving.md)."""
+    """Seam ``ServerModel.parse_opt``: keys by name, switches, sizes and written files checked (docs/serving.md)."""
     check_opt(opt)
-    named = by_dest(opt)  # (in place: clones copy it)
+    named = by_dest(opt)  # (in place: clones copy it); our switches: true the bare switch, false removed (off)
+    for name in SWITCHES:
+        if name in named and not isinstance(named[name], bool):
+            raise OptionTypeError(f"-{name} must be true or false (got {named[name]!r})")
     opt.clear()
-    opt.update(named)
-    _switches(opt)
+    opt.update({key: value for key, value in named.items() if not (key in SWITCHES and value is False)})
     argv = sys.argv
     try:
         parsed = parse_opt(self, opt)
@@ -121,8 +108,8 @@ def _parse(parse_opt, self, opt):
     validate_sizes(own)
     if isinstance(own.batch_size, int) and own.batch_size < 1:
         raise OptionError(f"-batch_size must be at least 1 (got {own.batch_size})")
-    paths = {flag: getattr(parsed, flag[1:], None) for flag in ("-stats_file", "-log_file")}
-    written = {flag: os.path.join(self.model_root, p) for flag, p in paths.items() if p and isinstance(p, str)}
+    written = {f"-{name}": os.path.join(self.model_root, path) for name in ("stats_file", "log_file")
+               if isinstance(path := getattr(parsed, name, None), str) and path}
     check_written([*written.items(), ("-dump_beam", getattr(parsed, "dump_beam", None))])
     if "-stats_file" in written:
         parsed.stats_file = written["-stats_file"]
@@ -132,18 +119,8 @@ def _parse(parse_opt, self, opt):
     return parsed
 
 
-def _switches(opt: dict) -> None:
-    """Our switches in ``opt``: true stays (the bare switch), false is removed (off), anything else is refused."""
-    for name in SWITCHES:
-        if name in opt and not isinstance(opt[name], bool):
-            raise OptionTypeError(f"-{name} must be true or false (got {opt[name]!r})")
-        if opt.get(name) is False:
-            del opt[name]
-
-
 def _named(init, self, opt, model_id, *args, **kwargs):
-    """Repair ``ServerModel.__init__``: a refused option names the model and is a ``ServerOptionError``; the
-    settings it was made with kept for its clones."""
+    """Repair ``ServerModel.__init__``: a refused option a ``ServerOptionError`` naming the model; settings kept."""
     setattr(self, SETTINGS, dict(kwargs))
     try:
         init(self, opt, model_id, *args, **kwargs)
@@ -154,26 +131,26 @@ def _named(init, self, opt, model_id, *args, **kwargs):
 
 
 def _load(load, self, *args, **kwargs):
-    """Seam ``ServerModel.load``: the translator appends each request's records to ``stats_file`` (the handle
-    opened at start-up) and, under our search, hands them to the request (``Translator._translate``)."""
+    """Seam ``ServerModel.load``: records appended to ``stats_file`` and, under our search, handed to the request."""
     load(self, *args, **kwargs)
     translator = self.translator
-    search = getattr(translator, "search", None)
-    if search is not None:  # each answer carries its records
-        search = translator.search = search.records_read()
-    if search is not None and search.stats_file:
+    if getattr(translator, "search", None) is None:
+        return
+    search = translator.search = translator.search.records_read()  # each answer carries its records
+    if search.stats_file:
         translator.stats_log = serving.StatsLog(serving.open_stats(search.stats_file), self.model_id)
-    if search is not None and not search.stock:
-        translate = translator._translate
+    if search.stock:
+        return
+    translate = translator._translate
 
-        @functools.wraps(translate)
-        def handing(*args, **kwargs):
-            result = translate(*args, **kwargs)
-            if (request := serving.CURRENT.get()) is not None:
-                request.records = lines.ordered(translator._stats)
-            return result
+    @functools.wraps(translate)
+    def handing(*args, **kwargs):
+        result = translate(*args, **kwargs)
+        if (request := serving.CURRENT.get()) is not None:
+            request.records = lines.ordered(translator._stats)
+        return result
 
-        translator._translate = handing
+    translator._translate = handing
 
 
 def _count_segments(maybe_preprocess, self, sequence):
@@ -200,25 +177,16 @@ def _checked_start(start, self, config_file):
 
 
 def _clone_model(self, model_id, opt, timeout=-1):
-    """Repair ``TranslationServer.clone_model``: a client's ``"opt"`` sets only ``CLIENT_OPTIONS``, no size above
-    the model's; a fresh id, the timeout, the model's files; returns ``(id, load time)`` (docs/serving.md)."""
+    """Repair ``TranslationServer.clone_model``: a client's ``"opt"`` checked, a fresh id (docs/serving.md)."""
     from onmt.translate.translation_server import ServerModelError
 
     source = self.models.get(model_id)
     if source is None:
         raise ServerModelError(f"No such model '{model_id}'")
-    if isinstance(timeout, bool) or not isinstance(timeout, int):
-        raise ServerModelError(f"clone of model {model_id}: timeout must be a whole number of seconds "
-                               f"(got {timeout!r})")
-    if opt is None:
-        opt = dict(source.user_opt)  # the operator's options, files included
-    else:
-        if not isinstance(opt, dict):
-            raise ServerModelError(f"clone of model {model_id}: opt must be an object of options (got {opt!r})")
-        problem = client_problem(opt, source.opt)
-        if problem is not None:
-            raise option_error()(f"clone of model {model_id}: {problem}")
-        opt = dict(opt)
+    problem = _clone_problem(opt, timeout) or (None if opt is None else client_problem(opt, source.opt))
+    if problem is not None:
+        raise option_error()(f"clone of model {model_id}: {problem}")
+    opt = dict(source.user_opt if opt is None else opt)  # (the operator's options, files included)
     opt["models"] = [os.path.abspath(m) for m in source.opt.models]
     settings = {**getattr(source, SETTINGS, {}), "timeout": timeout, "load": True}
     try:
@@ -229,8 +197,7 @@ def _clone_model(self, model_id, opt, timeout=-1):
 
 
 def _run(run, self, inputs):
-    """Seam ``ServerModel.run``: the request a ``serving.Request``, its id back in ``X-Request-Id``, each answer
-    with its statistics under our search (``_put_stats``)."""
+    """Seam ``ServerModel.run``: a ``serving.Request``, its id back, each answer with its statistics (``FIELD``)."""
     if not Flags.read(self.opt).active:
         return run(self, inputs)
     flask = sys.modules.get("flask")
@@ -244,27 +211,18 @@ def _run(run, self, inputs):
         def answer(response):
             if request.used:
                 response.headers[serving.HEADER] = request.id
-            return response if stats is None else _put_stats(response, stats)
+            body = None if stats is None else response.get_json(silent=True)  # per n-best rank, per input
+            if isinstance(body, list) and all(isinstance(rank, list) and len(rank) == len(stats) for rank in body):
+                for rank in body:
+                    for item, one in zip(rank, stats):
+                        item[serving.FIELD] = one
+                response.set_data(flask.current_app.json.response(body).get_data())  # as stock's jsonify writes it
+            return response
     return result
 
 
-def _put_stats(response, stats: list):
-    """``response`` (per n-best rank, one object per input) with each input's statistics in ``serving.FIELD``."""
-    from flask import current_app
-
-    body = response.get_json(silent=True)
-    if not isinstance(body, list) or not all(isinstance(rank, list) and len(rank) == len(stats) for rank in body):
-        return response
-    for rank in body:
-        for item, one in zip(rank, stats):
-            item[serving.FIELD] = one
-    response.set_data(current_app.json.response(body).get_data())  # as stock's ``jsonify`` writes it
-    return response
-
-
 def patch_command() -> None:
-    """Repair ``onmt.bin.server.start``: the port first, one-line refusals, the stop on a signal; and ``serve``
-    (``_guarded_serve``)."""
+    """Repair ``onmt.bin.server``: ``start`` (the port first, one-line refusals, signals) and ``serve``."""
     cli = importlib.import_module("onmt.bin.server")
     if ours(cli.start):
         return
@@ -291,11 +249,7 @@ def _guarded_serve(serve, app, *args, **kwargs):
     @app.before_request
     def refuse_bad_request():
         problem = _problem(request, _SERVING[0].models if _SERVING else {})
-        if problem is None:
-            return None
-        response = jsonify({"status": "error", "error": problem})
-        response.status_code = 400
-        return response
+        return None if problem is None else (jsonify({"status": "error", "error": problem}), 400)
 
     return serve(app, *args, **kwargs)
 
@@ -314,12 +268,7 @@ def _problem(request, models: dict) -> str | None:
     if endpoint == "clone_model":
         if not isinstance(body, dict):
             return f'the body must be an object {{"opt": {{...}}, "timeout": SECONDS}} (got {serving.kind(body)})'
-        if body.get("opt") is not None and not isinstance(body["opt"], dict):
-            return f'"opt" must be an object of options (got {serving.kind(body["opt"])})'
-        timeout = body.get("timeout", -1)
-        if isinstance(timeout, bool) or not isinstance(timeout, int):
-            return f'"timeout" must be a whole number of seconds, negative for none (got {timeout!r})'
-        return None
+        return _clone_problem(body.get("opt"), body.get("timeout", -1))
     if not isinstance(body, list) or not body:
         return f'the body must be a list of {{"id": MODEL, "src": TEXT}} objects (got {serving.kind(body)})'
     for n, item in enumerate(body, start=1):
@@ -330,6 +279,15 @@ def _problem(request, models: dict) -> str | None:
     model_id = body[0].get("id", 0)
     if isinstance(model_id, bool) or not isinstance(model_id, int) or models.get(model_id) is None:
         return f"no model {model_id!r}{_known(models)}"
+    return None
+
+
+def _clone_problem(opt, timeout) -> str | None:
+    """What is malformed in a ``/clone_model``'s ``"opt"`` or ``"timeout"``, in one line, or None."""
+    if opt is not None and not isinstance(opt, dict):
+        return f'"opt" must be an object of options (got {serving.kind(opt)})'
+    if isinstance(timeout, bool) or not isinstance(timeout, int):
+        return f'"timeout" must be a whole number of seconds, negative for none (got {timeout!r})'
     return None
 
 

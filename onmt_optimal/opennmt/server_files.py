@@ -1,6 +1,5 @@
-"""The files an ``onmt_server`` config makes the server read and write, checked together before it starts, each
-key of a model's ``"opt"`` read as OpenNMT-py's parser reads it, and the options a client may set: why each
-check, and what it refuses, in docs/serving.md ("A model's options", "The config's files")."""
+"""The files an ``onmt_server`` config makes the server read and write, each key of a model's ``"opt"`` read as
+OpenNMT-py's parser reads it, and the options a client may set; why each check: docs/serving.md, "onmt_server"."""
 from __future__ import annotations
 
 import json
@@ -22,16 +21,18 @@ APPENDED = ("stats_file", "log_file")
 #: options whose parsing ends the process (stock's server never answered the request, or ended at start-up)
 EXITING = {"help": "print its help", "save_config": "write a config file"}
 
-TRANSFORMS = ('"transforms" in a model\'s "opt" is ignored by onmt_server (it applies no transform to a request): '
-              'give the model\'s SentencePiece or pyonmttok model in its "tokenizer" block instead')
-
 
 def check_opt(opt: dict) -> dict:
-    """A model's ``"opt"`` by option (``by_dest``), with a ``"config"`` YAML's values where it sets none: no
-    ``"transforms"``, each path-typed option a string. Returns the options by ``dest``."""
+    """A model's ``"opt"`` by ``dest`` (``by_dest``), with its ``"config"`` YAML's files, checked."""
     named = by_dest(opt)
     if isinstance(named.get("config"), str):
-        for key, value in _config_values(named["config"]).items():
+        yaml_guard.check("-config", named["config"])  # (a pathological file: one line)
+        try:
+            with open(named["config"], encoding="utf-8") as f:
+                values = yaml.load(f, Loader=yaml_guard._loader())
+        except (OSError, ValueError, yaml.YAMLError):
+            values = {}  # (the parser says why)
+        for key, value in (values if isinstance(values, dict) else {}).items():
             if isinstance(key, str) and f"--{key}" not in option_strings() and read_token(f"--{key}", (True,))[0]:
                 raise OptionError(f"-config {named['config']}: its key {_quoted(key)} is not an option's full name, "
                                   f"which the parser would read as one: write it in full")
@@ -40,7 +41,9 @@ def check_opt(opt: dict) -> dict:
             if key in PATH_OPTIONS or key == "transforms":
                 named.setdefault(key, value)
     if "transforms" in named:
-        raise OptionError(TRANSFORMS)
+        raise OptionError('"transforms" in a model\'s "opt" is ignored by onmt_server (it applies no transform to '
+                          'a request): give the model\'s SentencePiece or pyonmttok model in its "tokenizer" block '
+                          'instead')
     for name in PATH_OPTIONS:
         file_checks.check_path_type(f"-{name}", named.get(name))
     models = named.get("models")
@@ -48,17 +51,6 @@ def check_opt(opt: dict) -> dict:
             or isinstance(models, list) and all(isinstance(m, str) for m in models)):
         raise OptionTypeError(f"-model must be a file name or a list of them, got {models!r}")
     return named
-
-
-def _config_values(path: str) -> dict:
-    """The top-level values of a model's ``"config"`` YAML; {} where it cannot be read (the parser says why)."""
-    yaml_guard.check("-config", path)  # (a pathological file: one line)
-    try:
-        with open(path, encoding="utf-8") as f:
-            values = yaml.load(f, Loader=yaml_guard._loader())
-    except (OSError, ValueError, yaml.YAMLError):
-        return {}
-    return values if isinstance(values, dict) else {}
 
 
 def read_key(key) -> tuple[str | None, str | None, str | None]:
@@ -80,8 +72,7 @@ def _quoted(key, most: int = 60) -> str:
 
 
 def by_dest(opt: dict) -> dict:
-    """``opt``'s values by the option each key sets (``read_key``), the last winning; an unknown key as it is.
-    Refused in one line: an abbreviation, a value in the key, an option that exits, a value read as an option."""
+    """``opt``'s values by ``dest`` (``read_key``), the last winning; a key or value that misleads refused."""
     named = {}
     for key, value in opt.items():
         dest, option_string, explicit = read_key(key)
@@ -113,46 +104,34 @@ def _check_value(key, value) -> None:
 
 
 def client_problem(opt: dict, model=None) -> str | None:
-    """Why a client's ``"opt"`` (``/clone_model``) is refused, in one line, or None: only ``CLIENT_OPTIONS``, each
-    in full, a switch true or false, any other value a word or a number, no size above the ``model``'s (its
-    parsed options: ``serving.size_problem``). Nothing of a file is said."""
-    for key, value in opt.items():
-        try:
+    """Why a client's ``"opt"`` is refused, in one line (nothing of a file said), or None (docs/serving.md)."""
+    try:
+        for key, value in opt.items():
             dest, option_string, explicit = read_key(key)
-        except OptionError as err:
-            return str(err)
-        if key not in CLIENT_OPTIONS or dest != key or explicit is not None:
-            said = "" if dest is None or explicit is not None or option_string.lstrip("-") == key else \
-                f" (the parser reads it as {option_string})"
-            return (f"{_quoted(key)}{said} is not an option a client may set: a client's \"opt\" sets only "
-                    f"{', '.join(CLIENT_OPTIONS)}, each by its name")
-        switch = parser()._option_string_actions[option_string].nargs == 0
-        got = "a list" if value == [] else serving.kind(value)
-        if switch and not isinstance(value, bool):
-            return f"\"{dest}\" is a switch: true or false (got {got})"
-        if not switch and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
-            return f"\"{dest}\" takes a word or a number (got {got})"
-        try:
+            if key not in CLIENT_OPTIONS or dest != key or explicit is not None:
+                said = "" if dest is None or explicit is not None or option_string.lstrip("-") == key else \
+                    f" (the parser reads it as {option_string})"
+                return (f"{_quoted(key)}{said} is not an option a client may set: a client's \"opt\" sets only "
+                        f"{', '.join(CLIENT_OPTIONS)}, each by its name")
+            switch = parser()._option_string_actions[option_string].nargs == 0
+            got = "a list" if value == [] else serving.kind(value)
+            if switch and not isinstance(value, bool):
+                return f"\"{dest}\" is a switch: true or false (got {got})"
+            if not switch and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+                return f"\"{dest}\" takes a word or a number (got {got})"
             _check_value(key, value)
-        except OptionError as err:
-            return str(err)
+    except OptionError as err:
+        return str(err)
     if model is None:
         return None
-    actions = {name: parser()._option_string_actions[f"-{name}"] for name in (*serving.SIZES, "batch_type")}
-    return serving.size_problem(_asked_sizes(opt, actions), model, 'the model\'s "opt" in the server\'s config',
-                                {name: action.default for name, action in actions.items()})
-
-
-def _asked_sizes(opt: dict, actions: dict) -> dict:
-    """The sizes (``actions``: the parser's, by name) a client's ``"opt"`` asks, as the parser reads them: the
-    default where one is not named, None where the parser will refuse the value."""
-    asked = {}
-    for name, action in actions.items():
+    actions, asked = {name: parser()._option_string_actions[f"-{name}"] for name in (*serving.SIZES, "batch_type")}, {}
+    for name, action in actions.items():  # as the parser reads it; None where the parser will refuse it
         try:
             asked[name] = (action.type or str)(str(opt[name])) if name in opt else action.default
         except (TypeError, ValueError):
             asked[name] = None
-    return asked
+    return serving.size_problem(asked, model, 'the model\'s "opt" in the server\'s config',
+                                {name: action.default for name, action in actions.items()})
 
 
 #: the files the server started last reads (``check_config``), against which each model's written files are checked
@@ -161,8 +140,7 @@ SERVER_READS: list = []
 
 
 def check_config(config_file: str) -> None:
-    """Everything ``config_file`` makes the server read and write, before it reads any of it; a refusal is an
-    ``OptionError`` naming the model."""
+    """Everything ``config_file`` makes the server read and write, checked first; refusals name the model."""
     try:
         with open(config_file, encoding="utf-8") as f:
             confs = json.load(f)
@@ -186,20 +164,19 @@ def check_config(config_file: str) -> None:
         def whose(owner, what):
             return what if owner is None else f"the {what}" if owner == model else f"{owner}'s {what}"
 
-        serving.check_apart(flag, path, prefix=f"{model}: ",
-                            reads=[(whose(reader, what), read) for reader, what, read in reads],
-                            writes=[(other_flag if owner == model else whose(owner, other_flag), other)
-                                    for owner, other_flag, other in writes[:i] if other_flag != flag])
+        file_checks.check_apart(flag, path, prefix=f"{model}: ",
+                                reads=[(whose(reader, what), read) for reader, what, read in reads],
+                                writes=[(other_flag if owner == model else whose(owner, other_flag), other)
+                                        for owner, other_flag, other in writes[:i] if other_flag != flag])
     SERVER_READS[:] = reads
 
 
 def check_written(writes: list) -> None:
-    """``writes`` (``(flag, path)``: a model's written files, as its parsed options name them) are none of the
-    files the server reads (``SERVER_READS``), by identity."""
+    """``writes`` (a model's parsed ``(flag, path)``) are none of the files in ``SERVER_READS``."""
     for flag, path in writes:
         if path and isinstance(path, str):
-            serving.check_apart(flag, path, [(what if reader is None else f"{reader}'s {what}", read)
-                                             for reader, what, read in SERVER_READS])
+            file_checks.check_apart(flag, path, [(what if reader is None else f"{reader}'s {what}", read)
+                                                 for reader, what, read in SERVER_READS])
 
 
 def _model_files(conf, models_root: str) -> tuple[list, list]:
@@ -215,10 +192,8 @@ def _model_files(conf, models_root: str) -> tuple[list, list]:
         raise OptionError(f'"model_root" must be a directory name (a string), got {root!r}')
     reads = [("-model file", os.path.join(root, m)) for m in ([models] if isinstance(models, str) else models)]
     reads += [(f"tokenizer's {what}", os.path.join(root, path)) for what, path in _tokenizer_files(conf)]
-    if opt.get("config"):
-        reads.append(("-config file", opt["config"]))
-    reads += [(f"-{name} file", opt[name]) for name in run_files.READ
-              if name not in ("config", "src", "tgt") and isinstance(opt.get(name), str) and opt[name]]
+    reads += [(f"-{name} file", opt[name]) for name in run_files.READ  # (-config the first)
+              if name not in ("src", "tgt") and isinstance(opt.get(name), str) and opt[name]]
     writes = [(f"-{name}", os.path.join(root, opt[name])) for name in APPENDED if opt.get(name)]
     for flag, path in writes:
         file_checks.check_appended(flag, path)
