@@ -40,6 +40,7 @@ SERVER_MODULES = {
     "eole.server.model": "patch_server_model",
     "eole.server.app": "patch_server_app",
     "eole.bin.run.serve": "patch_serve_command",
+    "eole.server.streaming": "patch_streaming",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib
 import json
@@ -32,6 +33,8 @@ _server_config: list = [None]
 _SITE: list = []
 #: ``(model id, stats_file)`` pairs checked and opened at start-up (or at the model's first load)
 _CHECKED: set = set()
+#: the models the server started last serves (``Server.models``)
+_SERVED: list = [{}]
 
 
 def _ours_in(config: dict) -> bool:
@@ -126,7 +129,7 @@ def _checked_start(start, self, server_config_path):
     _server_config[0] = os.path.abspath(server_config_path) if is_path else None
     _SITE[:] = _site(server_config_path) if is_path else []
     start(self, server_config_path)
-    self.models = Models(self.models)
+    self.models = _SERVED[0] = Models(self.models)
     for model in self.models.values():
         local = os.path.expandvars(model.model_path) if isinstance(model.model_path, str) else None
         if model.loaded or not _ours_in(model.pre_config) or not local or not os.path.isdir(local):
@@ -203,8 +206,7 @@ def request_problem(model, inputs, settings: dict) -> str | None:
     if not model.loaded:
         model.load()  # as stock's first step: its config holds the limits, its predictor the settings
     fields = type(model.config).model_fields
-    defaults = {name: fields[name].default for name in (*serving.SIZES, "batch_type") if name in fields}
-    problem = serving.size_problem(settings, model.config, "the model's config in the server's YAML", defaults)
+    problem = size_problem(model.config, settings)
     predictor = getattr(model.engine, "predictor", None)
     if problem is not None or predictor is None or not _ours_in(model.pre_config):
         return problem
@@ -216,8 +218,47 @@ def request_problem(model, inputs, settings: dict) -> str | None:
     return None
 
 
+def size_problem(config, settings: dict) -> str | None:
+    """``serving.size_problem`` of a request's ``settings`` against a model's ``config`` and eole's defaults."""
+    fields = type(config).model_fields
+    defaults = {name: fields[name].default for name in (*serving.SIZES, "batch_type") if name in fields}
+    return serving.size_problem(settings, config, "the model's config in the server's YAML", defaults)
+
+
+class StreamRefused(Exception):
+    """A streamed request's settings refused before its answer starts: ``RequestIds`` answers 400 and the line."""
+
+
+def patch_streaming() -> None:
+    """Repair ``eole.server.streaming.inference_stream``, which streamed answers decode through (chat completions,
+    messages, the web workspace), not ``Model.infer_async``: their sizes capped alike (``StreamRefused``)."""
+    module = importlib.import_module("eole.server.streaming")
+    if not ours(module.inference_stream):
+        module.inference_stream = around(module.inference_stream)(_capped_stream)
+
+
+def _capped_stream(inference_stream, engine, prompt, settings, *args, **kwargs):
+    config = getattr(engine, "config", None)  # (a model's ``PredictConfig``)
+    problem = size_problem(config, settings or {}) if hasattr(type(config), "model_fields") else None
+    if problem is not None:
+        model_id = next((k for k, m in _SERVED[0].items() if getattr(m, "engine", None) is engine), None)
+        raise StreamRefused(problem if model_id is None else f"model {model_id}: {problem}")
+    return _started(inference_stream(engine, prompt, settings, *args, **kwargs))
+
+
+@contextlib.asynccontextmanager
+async def _started(stream):
+    """``stream`` entered once the start of its answer, which ``RequestIds`` holds until the check, is sent."""
+    release = getattr(serving.CURRENT.get(), "release", None)
+    if release is not None:
+        await release()
+    async with stream as chunks:
+        yield chunks
+
+
 class RequestIds:
-    """ASGI middleware: a ``serving.Request`` per request; its id, and its records in a 200 ``/infer`` answer."""
+    """ASGI middleware: a ``serving.Request`` per request; its id, its records in a 200 ``/infer`` answer, and a
+    stream refused before its first chunk (``StreamRefused``) answered 400 and one line."""
 
     def __init__(self, app):
         self.app = app
@@ -235,9 +276,13 @@ class RequestIds:
                 if request.used:
                     headers = [*message.get("headers", ()), (header, request.id.encode("latin-1"))]
                     message = {**message, "headers": headers}
-                if infer and request.stats is not None and message.get("status") == 200:
-                    held.append(message)  # sent with the body, once its length is known
+                streamed = any(name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+                               for name, value in message.get("headers", ()))
+                if streamed or infer and request.stats is not None and message.get("status") == 200:
+                    held.append(message)  # sent with the body once its length is known; a stream's: ``release``
                     return
+            elif message.get("type") == "http.response.body" and held and not infer:
+                await release()
             elif message.get("type") == "http.response.body" and held:
                 held.append(message)
                 if message.get("more_body"):
@@ -252,8 +297,21 @@ class RequestIds:
                 message = {"type": "http.response.body", "body": data, "more_body": False}
             await send(message)
 
+        async def release():  # a stream's start, held until its settings pass (``_started``) or its first chunk
+            if held and not infer:
+                await send(held.pop())
+
         with serving.answering(given.decode("latin-1") if given is not None else None) as request:
-            await self.app(scope, receive, send_with_id)
+            request.release = release
+            try:
+                await self.app(scope, receive, send_with_id)
+            except StreamRefused as err:
+                if not held:
+                    raise
+                body = json.dumps({"detail": str(err)}).encode("utf-8")
+                await send({"type": "http.response.start", "status": 400, "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("latin-1"))]})
+                await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def patch_server_app() -> None:

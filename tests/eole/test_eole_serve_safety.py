@@ -12,6 +12,7 @@ flight waited for it to end (as long as it takes).
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import subprocess
@@ -62,16 +63,19 @@ def start(conf: Path, cwd: Path) -> http_server.Server:
 
 # ------------------------------------------------------------------------------------------------ one server
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, encoder_decoder):
+def site(tmp_path_factory, encoder_decoder, decoder_only):
     """One server (its working directory, the server, a secret file a client should never read): model ``ours``
-    with our options and a statistics file, ``plain`` with our options and none, ``stock`` with none."""
+    with our options and a statistics file, ``plain`` with our options and none, ``stock`` with none, ``chat`` a
+    language model with none, which streams (greedy: eole streams one hypothesis)."""
     cwd = tmp_path_factory.mktemp("site")
     secret = cwd / "secret.txt"
     secret.write_text("a\tSECRET\n")
     models = [{"id": "ours", "path": str(encoder_decoder), "preload": True,
                "config": {**SHARED, **OURS, "stats_file": "stats.jsonl"}},
               {"id": "plain", "path": str(encoder_decoder), "preload": True, "config": {**SHARED, **OURS}},
-              {"id": "stock", "path": str(encoder_decoder), "preload": True, "config": dict(SHARED)}]
+              {"id": "stock", "path": str(encoder_decoder), "preload": True, "config": dict(SHARED)},
+              {"id": "chat", "path": str(decoder_only), "preload": True,  # (its chat endpoints: the last message)
+               "config": {**SHARED, "beam_size": 1, "chat_template": "{{ messages[-1]['content'] }}"}}]
     conf = write_config(cwd, models)
     server = start(conf, cwd)
     yield cwd, server, secret
@@ -141,6 +145,33 @@ def test_a_request_asking_more_than_its_model_is_400_in_one_line(site, model, na
                                      f"operator sets the limit in the model's config in the server's YAML"}
     assert infer(server, model, INPUTS[:1]).status == 200  # serving on
     assert "Traceback" not in server.output()
+
+
+STREAMED = {  # endpoint: a streamed request's body but max_tokens
+    "/v1/chat/completions": {"model": "chat", "messages": [{"role": "user", "content": INPUTS[0]}], "stream": True},
+    "/v1/messages": {"model": "chat", "messages": [{"role": "user", "content": INPUTS[0]}], "stream": True},
+}
+
+
+@pytest.mark.parametrize("endpoint", list(STREAMED))
+def test_a_streamed_request_asking_more_than_its_model_is_400_in_one_line(site, endpoint):
+    """Streamed answers decode through eole's ``inference_stream``, not ``/infer``'s path: their ``max_tokens`` (eole's
+    ``max_length``) is capped alike, refused before the stream starts."""
+    _, server, _ = site
+    answer = server.post(endpoint, {**STREAMED[endpoint], "max_tokens": 10**6})
+    assert answer.status == 400, answer.body
+    assert answer.body == {"detail": "model chat: max_length 1000000 is more than the model's 30 and the default 250: "
+                                     "a client may lower a size, not raise it; the operator sets the limit in the "
+                                     "model's config in the server's YAML"}
+    assert "Traceback" not in server.output()
+    # within the model's: the stream starts (its chunks are stock eole's, which this toy model's break)
+    connection = http.client.HTTPConnection(http_server.HOST, server.port, timeout=120)
+    connection.request("POST", endpoint, json.dumps({**STREAMED[endpoint], "max_tokens": 20}),
+                       {"Content-Type": "application/json"})
+    started = connection.getresponse()
+    assert started.status == 200 and started.getheader("content-type").startswith("text/event-stream")
+    connection.close()
+    assert infer(server, "chat", INPUTS[:1]).status == 200  # serving on
 
 
 @pytest.mark.parametrize("model", ["ours", "stock"])

@@ -22,6 +22,12 @@ STOCK = {
     "eole.predict": "a3a64cd488c91c1e1e366335bd260c4ab5c153dc77bb77feda24ad9042c2ea6d",
     "eole.server.app": "716bd33b1bafa56f38e4ef1f418c2b04dd0280e559e7beea04fb99c8e506ea97",
     "eole.server.model": "7dd882171d506981d0efbe796c8ef88582d68c157f6784580c5d6d0d8bdd1250",
+    "eole.server.streaming": "b5b9be8d7cd49e72001729e7d1d3e7f832c8ebf5d140616676533c881a113300",
+    "eole.server.anthropic": "3099ec9b1e550452eed930c60467a245f5730a331c2225a232c26062418a08b3",
+    "eole.server.openai_chat": "6662858a8449372fbb22f5d931350775713a63b1133659303de7d249650d1a7c",
+    "eole.server.responses": "592345d66f4ea8b2c5d9bb4a7fe71cfc6c6978f700aba6059d30864d2c87a165",
+    "eole.server.ui_runtime": "c3cd29cad7356af6ba93ef341311eb08216a28ac4cbdc200c08f9ed273e65f7b",
+    "eole.server.ui_ocr": "cf25821c54d17ff3581353026815256247e29db60dadfee90a4e72c3632aa579",
 }
 
 eole = pytest.importorskip("eole", reason="eole is not installed in this environment")
@@ -34,6 +40,7 @@ def _patched():
     server.patch_server_model()
     server.patch_server_app()
     server.patch_serve_command()
+    server.patch_streaming()
 
 
 def test_the_installed_eole_is_the_tested_release():

@@ -14,7 +14,7 @@ MAX_PACKAGE_LINES = 15_500
 #: the servers' modules: the serving layer both servers share, and each toolkit's server over it
 SERVER_MODULES = ("serving.py", "opennmt/server.py", "opennmt/server_files.py", "eole/server.py")
 #: what they may hold together (why each check is made lives in docs/serving.md, not in their docstrings)
-MAX_SERVER_LINES = 1_110
+MAX_SERVER_LINES = 1_170
 
 
 def module_name(path: Path) -> str:
