@@ -32,12 +32,13 @@ STOPPING = {signal.SIGTERM: "terminated (SIGTERM)", signal.SIGINT: "interrupted 
 
 class Request:
     """The request being answered: its ``id``, ``used``, ``stats`` and their parts (docs/serving.md, "Requests
-    and their ids")."""
+    and their ids"); ``release``: what sends its answer's start where the server holds it (eole's streams)."""
 
     def __init__(self, given: str | None = None):
         ok = isinstance(given, str) and 0 < len(given) <= MAX_ID and given.isascii() and given.isprintable()
         self.id = given if ok else secrets.token_hex(16)
         self.used, self.stats, self.segments, self.empty, self.records = False, None, [], [], []
+        self.release = None
 
     def answer_stats(self) -> list | None:
         """Per input, its record as the statistics file has it (None: no decode; a list: segments), or None."""
@@ -76,7 +77,8 @@ SIZES = ("beam_size", "n_best", "max_length", "max_length_ratio", "batch_size")
 
 
 def size_problem(asked: dict, model, where: str, defaults: dict) -> str | None:
-    """Why the sizes ``asked`` are refused (above ``model``'s and the ``defaults``), in one line, or None."""
+    """Why the sizes ``asked`` are refused, in one line, or None: each at most ``model``'s or the ``defaults``' (a
+    ``max_length_ratio`` of 0 or less caps nothing), a batch within either (``_batch_within``)."""
     said = f": a client may lower a size, not raise it; the operator sets the limit in {where}"
     model = {name: getattr(model, name, None) for name in (*SIZES, "batch_type")}
     for name in SIZES[:-1]:

@@ -249,9 +249,9 @@ def _capped_stream(inference_stream, engine, prompt, settings, *args, **kwargs):
 @contextlib.asynccontextmanager
 async def _started(stream):
     """``stream`` entered once the start of its answer, which ``RequestIds`` holds until the check, is sent."""
-    release = getattr(serving.CURRENT.get(), "release", None)
-    if release is not None:
-        await release()
+    request = serving.CURRENT.get()
+    if request is not None and request.release is not None:
+        await request.release()
     async with stream as chunks:
         yield chunks
 
@@ -308,10 +308,9 @@ class RequestIds:
             except StreamRefused as err:
                 if not held:
                     raise
-                body = json.dumps({"detail": str(err)}).encode("utf-8")
-                await send({"type": "http.response.start", "status": 400, "headers": [
-                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("latin-1"))]})
-                await send({"type": "http.response.body", "body": body, "more_body": False})
+                from fastapi.responses import JSONResponse
+
+                await JSONResponse(status_code=400, content={"detail": str(err)})(scope, receive, send)
 
 
 def patch_server_app() -> None:
